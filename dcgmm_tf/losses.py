@@ -1,0 +1,82 @@
+"""The terms of the negative Conditional ELBO (Lemma 2 of the paper), as pure functions.
+
+Shapes: B samples, K clusters, D latent dimensions. Everything is computed in log space with
+tensorflow-probability distributions, so no term can become infinite through log(0).
+
+Per sample, with z ~ q(z|x) (SGVB, Appendix B.3) and gamma_k = p(k|z) (Eq. 7):
+
+    reconstruction  = -log p(x|z)
+    cluster_kl      = log q(z|x) - sum_k gamma_k [log p(z|k) + log pi_k - log gamma_k]
+                    = log q(z|x) - logsumexp_k [log p(z|k) + log pi_k]
+    constraint      = -(1/B) sum_i sum_{j != i} W_ij sum_k gamma_ik gamma_jk        (per batch)
+
+The second form of ``cluster_kl`` is an exact identity (gamma is the posterior of the mixture), and the
+one the code evaluates: it never takes the log of a probability.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+import tensorflow_probability as tfp
+
+tfd = tfp.distributions
+
+LIKELIHOODS = ("bernoulli", "gaussian")
+
+
+def reconstruction_nll(x: tf.Tensor, params: tf.Tensor, likelihood: str = "bernoulli") -> tf.Tensor:
+    """-log p(x|z) per sample (Eq. 2), summed over all features.
+
+    ``params`` are Bernoulli logits shaped like ``x``, or for ``"gaussian"`` the mean and log-variance
+    concatenated along the last axis.
+    """
+    x = tf.cast(x, tf.float32)
+    params = tf.cast(params, tf.float32)
+    if likelihood == "bernoulli":
+        dist = tfd.Bernoulli(logits=params, dtype=tf.float32)
+    elif likelihood == "gaussian":
+        mean, log_var = tf.split(params, 2, axis=-1)
+        dist = tfd.Normal(loc=mean, scale=tf.exp(0.5 * log_var))
+    else:
+        raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
+    log_px = dist.log_prob(x)
+    return -tf.reduce_sum(tf.reshape(log_px, [tf.shape(x)[0], -1]), axis=-1)
+
+
+def component_log_likelihoods(z: tf.Tensor, means: tf.Tensor, variances: tf.Tensor) -> tf.Tensor:
+    """log p(z|k) = log N(z | mu_k, sigma_k^2 I) (Eq. 1) for every component: [..., D] -> [..., K]."""
+    components = tfd.MultivariateNormalDiag(loc=means, scale_diag=tf.sqrt(variances))
+    return components.log_prob(z[..., tf.newaxis, :])
+
+
+def cluster_log_posterior(z: tf.Tensor, means: tf.Tensor, variances: tf.Tensor) -> tf.Tensor:
+    """log p(k|z) with uniform pi_k = 1/K (Eq. 7, Sec. 2.4): [..., D] -> [..., K]."""
+    return tf.nn.log_softmax(component_log_likelihoods(z, means, variances), axis=-1)
+
+
+def cluster_kl(z: tf.Tensor, z_mean: tf.Tensor, z_log_var: tf.Tensor, means: tf.Tensor,
+               variances: tf.Tensor) -> tf.Tensor:
+    """Single-sample estimate of KL(q(z, c|x) || p(z, c)) per sample (Lemma 2, lines 1-2 minus the likelihood).
+
+    Equals log q(z|x) - log sum_k pi_k p(z|k) with pi_k = 1/K.
+    """
+    num_clusters = tf.cast(tf.shape(means)[0], tf.float32)
+    log_q = tfd.MultivariateNormalDiag(loc=z_mean, scale_diag=tf.exp(0.5 * z_log_var)).log_prob(z)
+    log_p = tf.reduce_logsumexp(component_log_likelihoods(z, means, variances), axis=-1) - tf.math.log(
+        num_clusters)
+    return log_q - log_p
+
+
+def pairwise_constraint_term(log_gamma: tf.Tensor, w: tf.Tensor) -> tf.Tensor:
+    """Negative pairwise prior term of the C-ELBO on one batch (Sec. 2.4, Eq. 10).
+
+    -(1/B) sum_{i != j} W_ij sum_k p(k|z_i) p(k|z_j), with ``log_gamma`` of shape [..., B, K] (leading
+    axes, e.g. Monte Carlo samples, are averaged) and ``w`` the batch's [B, B] submatrix of W. Positive
+    W (must-link) lowers the loss when i and j share a cluster, negative W (cannot-link) raises it.
+    """
+    gamma = tf.exp(log_gamma)
+    same_cluster = tf.matmul(gamma, gamma, transpose_b=True)  # [..., B, B]: sum_k gamma_ik gamma_jk
+    w = tf.cast(w, tf.float32)
+    w_off_diagonal = w * (1.0 - tf.eye(tf.shape(w)[0], dtype=w.dtype))
+    batch_size = tf.cast(tf.shape(w)[0], tf.float32)
+    return -tf.reduce_mean(tf.reduce_sum(w_off_diagonal * same_cluster, axis=[-2, -1])) / batch_size

@@ -1,0 +1,201 @@
+"""The DC-GMM model: a VAE with a Gaussian-mixture prior trained on the Conditional ELBO."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from dcgmm_tf import losses
+from dcgmm_tf.networks import MLPDecoder, MLPEncoder
+
+
+@keras.saving.register_keras_serializable(package="dcgmm_tf")
+class DCGMM(keras.Model):
+    """Deep Conditional Gaussian Mixture Model (Manduchi et al., NeurIPS 2021).
+
+    ``fit`` takes batches ``(x, W)`` where ``W`` is the batch's B x B submatrix of the constraint matrix
+    (see :func:`dcgmm_tf.data.constrained_dataset`); batches of ``x`` alone train VaDE (W = 0).
+    ``predict`` returns the cluster probabilities p(c|x), computed at the embedding mean mu(x).
+
+    Args:
+        input_shape: shape of one sample, e.g. ``(784,)``.
+        num_clusters: K.
+        latent_dim: D (ignored when ``encoder`` is given).
+        likelihood: ``"bernoulli"`` for data in [0, 1], ``"gaussian"`` for real-valued features.
+        encoder: layer mapping x to ``(mu, log_var)``; default the paper's 500-500-2000 MLP.
+        decoder: layer mapping z to the parameters of p(x|z) (see :mod:`dcgmm_tf.networks`).
+        num_mc_samples: L, Monte Carlo samples of z per x in the SGVB estimator.
+        min_variance: floor of the cluster variances sigma_k^2.
+        seed: seed of the reparameterisation noise.
+    """
+
+    def __init__(self, input_shape: Sequence[int], num_clusters: int = 10, latent_dim: int = 10,
+                 likelihood: str = "bernoulli", encoder: keras.layers.Layer | None = None,
+                 decoder: keras.layers.Layer | None = None, num_mc_samples: int = 1,
+                 min_variance: float = 1e-3, seed: int | None = None, **kwargs):
+        super().__init__(**kwargs)
+        if likelihood not in losses.LIKELIHOODS:
+            raise ValueError(f"likelihood must be one of {losses.LIKELIHOODS}, got {likelihood!r}")
+        if num_clusters < 2:
+            raise ValueError(f"num_clusters must be at least 2, got {num_clusters}")
+        if num_mc_samples < 1:
+            raise ValueError(f"num_mc_samples must be at least 1, got {num_mc_samples}")
+        self.sample_shape = tuple(int(s) for s in input_shape)
+        self.num_clusters = int(num_clusters)
+        self.likelihood = likelihood
+        self.num_mc_samples = int(num_mc_samples)
+        self.min_variance = float(min_variance)
+        self.seed = seed
+        if encoder is None:
+            encoder = MLPEncoder(latent_dim, name="encoder")
+        if decoder is None:
+            decoder = MLPDecoder(int(np.prod(self.sample_shape)), likelihood=likelihood, name="decoder")
+        self.encoder = encoder
+        self.decoder = decoder
+        self.seed_generator = keras.random.SeedGenerator(seed)
+        self.loss_tracker = keras.metrics.Mean(name="loss")
+        self.reconstruction_tracker = keras.metrics.Mean(name="reconstruction")
+        self.cluster_kl_tracker = keras.metrics.Mean(name="cluster_kl")
+        self.constraint_tracker = keras.metrics.Mean(name="constraint")
+        self.build((None, *self.sample_shape))
+
+    def build(self, input_shape):
+        if not self.encoder.built:
+            self.encoder.build(input_shape)
+        latent_dim = self.encoder.compute_output_spec(keras.KerasTensor(input_shape))[0].shape[-1]
+        self.latent_dim = int(latent_dim)
+        if not self.decoder.built:
+            self.decoder.build((None, self.latent_dim))
+        # mu_k and sigma_k^2 = min_variance + exp(raw) (Eq. 1); pi_k = 1/K is fixed (Sec. 2.4).
+        self.cluster_means = self.add_weight(shape=(self.num_clusters, self.latent_dim), name="cluster_means",
+                                             initializer=keras.initializers.RandomNormal(seed=self.seed))
+        self.cluster_raw_variances = self.add_weight(shape=(self.num_clusters, self.latent_dim),
+                                                     name="cluster_raw_variances", initializer="zeros")
+        self.built = True
+
+    # ---- parameters -------------------------------------------------------------------------------
+    @property
+    def cluster_variances(self) -> tf.Tensor:
+        """sigma_k^2, shape [K, D], never below ``min_variance``."""
+        return self.min_variance + tf.exp(self.cluster_raw_variances)
+
+    def set_cluster_parameters(self, means: np.ndarray, variances: np.ndarray) -> None:
+        """Set mu_k and sigma_k^2 (e.g. from a Gaussian mixture fitted to the pretrained embeddings)."""
+        means = np.asarray(means, np.float32)
+        variances = np.asarray(variances, np.float32)
+        expected = (self.num_clusters, self.latent_dim)
+        if means.shape != expected or variances.shape != expected:
+            raise ValueError(f"cluster means and variances must have shape {expected}, "
+                             f"got {means.shape} and {variances.shape}")
+        if not (np.all(np.isfinite(means)) and np.all(np.isfinite(variances)) and np.all(variances > 0)):
+            raise ValueError("cluster means must be finite and cluster variances finite and positive")
+        self.cluster_means.assign(means)
+        self.cluster_raw_variances.assign(np.log(np.maximum(variances - self.min_variance, 1e-6)))
+
+    @property
+    def metrics(self):
+        return [self.loss_tracker, self.reconstruction_tracker, self.cluster_kl_tracker, self.constraint_tracker]
+
+    # ---- inference --------------------------------------------------------------------------------
+    def call(self, x, training=False):
+        """p(c|x) at the embedding mean, shape [B, K]."""
+        z_mean, _ = self.encoder(x, training=training)
+        return tf.exp(self.cluster_log_posterior(z_mean))
+
+    def cluster_log_posterior(self, z: tf.Tensor) -> tf.Tensor:
+        """log p(c|z), shape [..., K]."""
+        return losses.cluster_log_posterior(tf.cast(z, tf.float32), self.cluster_means, self.cluster_variances)
+
+    def embed(self, x, batch_size: int = 1024) -> np.ndarray:
+        """The embedding mean mu(x) of each sample, as a numpy array [N, D]."""
+        return np.concatenate([keras.ops.convert_to_numpy(self.encoder(x[s:s + batch_size])[0])
+                               for s in range(0, len(x), batch_size)])
+
+    def decode_mean(self, z) -> tf.Tensor:
+        """The mean of p(x|z): sigmoid of the logits (Bernoulli) or the Gaussian mean."""
+        params = tf.cast(self.decoder(z), tf.float32)
+        if self.likelihood == "bernoulli":
+            return tf.sigmoid(params)
+        return tf.split(params, 2, axis=-1)[0]
+
+    def sample(self, cluster: int, num_samples: int, seed: int | None = None) -> np.ndarray:
+        """Generate ``num_samples`` new x from cluster ``cluster``: z ~ N(mu_k, sigma_k^2), x = E[x|z]."""
+        if not 0 <= cluster < self.num_clusters:
+            raise ValueError(f"cluster must be in [0, {self.num_clusters}), got {cluster}")
+        eps = keras.random.normal((num_samples, self.latent_dim), seed=seed)
+        z = self.cluster_means[cluster] + tf.sqrt(self.cluster_variances[cluster]) * eps
+        return keras.ops.convert_to_numpy(self.decode_mean(z))
+
+    # ---- training ---------------------------------------------------------------------------------
+    def compute_loss_terms(self, x, w=None, training: bool = False) -> dict[str, tf.Tensor]:
+        """The negative C-ELBO and its terms on one batch (SGVB with L = ``num_mc_samples``)."""
+        z_mean, z_log_var = self.encoder(x, training=training)
+        z_mean = tf.cast(z_mean, tf.float32)
+        z_log_var = tf.cast(z_log_var, tf.float32)
+        batch = tf.shape(z_mean)[0]
+        eps = keras.random.normal((self.num_mc_samples, batch, self.latent_dim), seed=self.seed_generator)
+        z = z_mean + tf.exp(0.5 * z_log_var) * eps  # [L, B, D], reparameterisation trick
+        params = self.decoder(tf.reshape(z, [-1, self.latent_dim]), training=training)
+        x_rep = tf.tile(x, tf.concat([[self.num_mc_samples], tf.ones(tf.rank(x) - 1, tf.int32)], 0))
+        reconstruction = tf.reduce_mean(losses.reconstruction_nll(x_rep, params, self.likelihood))
+        means, variances = self.cluster_means, self.cluster_variances
+        cluster_kl = tf.reduce_mean(losses.cluster_kl(z, z_mean, z_log_var, means, variances))
+        if w is None:
+            constraint = tf.zeros(())
+        else:
+            log_gamma = losses.cluster_log_posterior(z, means, variances)  # [L, B, K]
+            constraint = losses.pairwise_constraint_term(log_gamma, w)
+        return {"loss": reconstruction + cluster_kl + constraint, "reconstruction": reconstruction,
+                "cluster_kl": cluster_kl, "constraint": constraint}
+
+    def _update_trackers(self, terms: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        for tracker in self.metrics:
+            tracker.update_state(terms[tracker.name])
+        return {m.name: m.result() for m in self.metrics}
+
+    @staticmethod
+    def _unpack(data):
+        if isinstance(data, (tuple, list)):
+            return data[0], (data[1] if len(data) > 1 else None)
+        return data, None
+
+    def train_step(self, data):
+        x, w = self._unpack(data)
+        with tf.GradientTape() as tape:
+            terms = self.compute_loss_terms(x, w, training=True)
+            loss = self.optimizer.scale_loss(terms["loss"])
+        grads = tape.gradient(loss, self.trainable_variables)
+        self.optimizer.apply(grads, self.trainable_variables)
+        return self._update_trackers(terms)
+
+    def test_step(self, data):
+        x, w = self._unpack(data)
+        return self._update_trackers(self.compute_loss_terms(x, w, training=False))
+
+    def predict_step(self, data):
+        x, _ = self._unpack(data)
+        return self(x, training=False)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "input_shape": list(self.sample_shape),
+            "num_clusters": self.num_clusters,
+            "latent_dim": self.latent_dim,
+            "likelihood": self.likelihood,
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "decoder": keras.saving.serialize_keras_object(self.decoder),
+            "num_mc_samples": self.num_mc_samples,
+            "min_variance": self.min_variance,
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        config["decoder"] = keras.saving.deserialize_keras_object(config["decoder"])
+        return cls(**config)

@@ -1,0 +1,94 @@
+"""Pretraining (Sec. 4): an autoencoder on the encoder-mean / decoder path, then a diagonal GMM on the
+embeddings initialises the cluster parameters."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+from sklearn.mixture import GaussianMixture
+
+from dcgmm_tf import losses
+from dcgmm_tf.model import DCGMM
+
+
+class _Autoencoder(keras.Model):
+    """x -> mu(x) -> decoder, trained on -log p(x | z = mu(x)); shares its layers with the DC-GMM."""
+
+    def __init__(self, encoder: keras.layers.Layer, decoder: keras.layers.Layer, likelihood: str, **kwargs):
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        self.decoder = decoder
+        self.likelihood = likelihood
+        self.loss_tracker = keras.metrics.Mean(name="reconstruction")
+
+    @property
+    def metrics(self):
+        return [self.loss_tracker]
+
+    def call(self, x, training=False):
+        return self.decoder(self.encoder(x, training=training)[0], training=training)
+
+    def train_step(self, x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(losses.reconstruction_nll(x, self(x, training=True), self.likelihood))
+        # The log-variance head of the encoder is not on this path and gets no gradient.
+        used = [(g, v) for g, v in zip(tape.gradient(loss, self.trainable_variables), self.trainable_variables)
+                if g is not None]
+        self.optimizer.apply([g for g, _ in used], [v for _, v in used])
+        self.loss_tracker.update_state(loss)
+        return {"reconstruction": self.loss_tracker.result()}
+
+
+def pretrain_autoencoder(model: DCGMM, x: np.ndarray, epochs: int = 10, batch_size: int = 256,
+                         learning_rate: float = 1e-3, seed: int = 0, verbose: int | str = "auto") -> None:
+    """Train ``model``'s encoder mean and decoder as a plain autoencoder."""
+    if epochs < 0:
+        raise ValueError(f"pretraining epochs must be >= 0, got {epochs}")
+    if epochs == 0:
+        return
+    autoencoder = _Autoencoder(model.encoder, model.decoder, model.likelihood, name="autoencoder")
+    autoencoder.compile(optimizer=keras.optimizers.Adam(learning_rate))
+    data = (tf.data.Dataset.from_tensor_slices(np.asarray(x, np.float32))
+            .shuffle(len(x), seed=seed).batch(batch_size).prefetch(tf.data.AUTOTUNE))
+    autoencoder.fit(data, epochs=epochs, verbose=verbose, shuffle=False)  # shuffled above
+
+
+def fit_cluster_prior(model: DCGMM, x: np.ndarray, seed: int = 0) -> np.ndarray:
+    """Fit a diagonal GMM to the embeddings mu(x) and copy its means and variances into ``model``.
+
+    Returns the GMM's cluster assignment of each row of ``x``.
+    """
+    z = model.embed(x)
+    gmm = GaussianMixture(n_components=model.num_clusters, covariance_type="diag", random_state=seed)
+    assignments = gmm.fit_predict(z)
+    model.set_cluster_parameters(gmm.means_, gmm.covariances_)
+    return assignments
+
+
+def pretrain(model: DCGMM, x: np.ndarray, *, epochs: int = 10, batch_size: int = 256,
+             learning_rate: float = 1e-3, seed: int = 0, cache_path: str | os.PathLike | None = None,
+             verbose: int | str = "auto") -> bool:
+    """Autoencoder pretraining plus GMM initialisation, reusing ``cache_path`` (``.weights.h5``) if present.
+
+    Returns True when the weights came from the cache.
+    """
+    if cache_path is not None:
+        cache_path = Path(cache_path)
+        if not cache_path.name.endswith(".weights.h5"):
+            raise ValueError(f"cache_path must end in .weights.h5, got {cache_path}")
+        if cache_path.exists():
+            model.load_weights(cache_path)
+            return True
+    pretrain_autoencoder(model, x, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
+                         seed=seed, verbose=verbose)
+    fit_cluster_prior(model, x, seed=seed)
+    if cache_path is not None:
+        cache_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache_path.with_name(f".tmp-{os.getpid()}-{cache_path.name}")
+        model.save_weights(tmp)
+        os.replace(tmp, cache_path)
+    return False

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Creates .venv (Python 3.11) with the pinned requirements and, where possible, the Fashion-MNIST files.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -r requirements-dev.txt
+.venv/bin/python -m pip install -q --no-deps -e .
+if [ ! -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] && [ "$(id -u)" = 0 ] \
+    && command -v apt-get >/dev/null; then
+  apt-get update -qq && apt-get install -y -qq dataset-fashion-mnist || echo "could not install dataset-fashion-mnist" >&2
+fi

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Sets up .venv and runs the test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+.venv/bin/python -m pytest -q tests "$@"

@@ -1,0 +1,290 @@
+"""Tests for dcgmm_tf.data.datasets."""
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dcgmm_tf.data import datasets
+from dcgmm_tf.data.datasets import Dataset, load_dataset, read_idx, search_paths
+
+IDX_FILES = (
+    "train-images-idx3-ubyte",
+    "train-labels-idx1-ubyte",
+    "t10k-images-idx3-ubyte",
+    "t10k-labels-idx1-ubyte",
+)
+IDX_TYPE_CODES = {np.uint8: 0x08, np.int8: 0x09, np.int16: 0x0B, np.int32: 0x0C,
+                  np.float32: 0x0D, np.float64: 0x0E}
+
+
+def write_idx(path, array, compress=False):
+    """Writes `array` in the IDX format (big-endian), optionally gzipped."""
+    array = np.asarray(array)
+    header = bytes([0, 0, IDX_TYPE_CODES[array.dtype.type], array.ndim])
+    header += np.asarray(array.shape, ">u4").tobytes()
+    raw = header + array.astype(array.dtype.newbyteorder(">")).tobytes()
+    Path(path).write_bytes(gzip.compress(raw) if compress else raw)
+
+
+def write_mnist_like(directory, n_train=5, n_test=3, compress=(True, False, True, False)):
+    """Writes the 4 IDX files of a tiny MNIST-like dataset; returns arrays."""
+    rng = np.random.default_rng(0)
+    arrays = (
+        rng.integers(0, 256, (n_train, 28, 28), dtype=np.uint8),
+        rng.integers(0, 10, n_train).astype(np.uint8),
+        rng.integers(0, 256, (n_test, 28, 28), dtype=np.uint8),
+        rng.integers(0, 10, n_test).astype(np.uint8),
+    )
+    arrays[0][0, 0, 0], arrays[0][0, 0, 1] = 0, 255
+    directory.mkdir(parents=True, exist_ok=True)
+    for stem, array, gz in zip(IDX_FILES, arrays, compress):
+        write_idx(directory / (stem + (".gz" if gz else "")), array, gz)
+    return arrays
+
+
+@pytest.fixture(name="isolated")
+def fixture_isolated(tmp_path, monkeypatch):
+    """Points every default search location to empty temporary folders."""
+    roots = {key: tmp_path / key for key in ("repo", "system", "keras", "env")}
+    for root in roots.values():
+        root.mkdir()
+    monkeypatch.setattr(datasets, "_REPO_DATA_DIR", roots["repo"])
+    monkeypatch.setattr(datasets, "_SYSTEM_DATA_DIR", roots["system"])
+    monkeypatch.setenv("KERAS_HOME", str(roots["keras"]))
+    monkeypatch.delenv("DCGMM_DATA", raising=False)
+
+    def no_download(name):
+        raise AssertionError(f"unexpected download of {name}")
+
+    monkeypatch.setattr(datasets, "_download", no_download)
+    return roots
+
+
+# ---------------------------------------------------------------- IDX ---
+
+
+@pytest.mark.parametrize("compress", [False, True])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.int32, np.float32, np.float64])
+def test_idx_round_trip(tmp_path, compress, dtype):
+    array = (np.arange(2 * 3 * 4) - 5).reshape(2, 3, 4).astype(dtype)
+    if dtype is np.uint8:
+        array = array + np.uint8(5)
+    write_idx(tmp_path / "a", array, compress)  # No suffix: magic bytes decide.
+    result = read_idx(tmp_path / "a")
+    assert result.dtype == dtype and result.dtype.isnative
+    np.testing.assert_array_equal(result, array)
+
+
+def test_idx_one_dimensional(tmp_path):
+    write_idx(tmp_path / "labels.gz", np.array([3, 1, 4], np.uint8), True)
+    np.testing.assert_array_equal(read_idx(tmp_path / "labels.gz"), [3, 1, 4])
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_idx_truncated_or_padded(tmp_path, compress):
+    write_idx(tmp_path / "a", np.ones((4, 5, 6), np.uint8))
+    raw = (tmp_path / "a").read_bytes()
+    for name, data in (("short", raw[:-7]), ("long", raw + b"\0")):
+        (tmp_path / name).write_bytes(gzip.compress(data) if compress else data)
+        with pytest.raises(ValueError, match="size mismatch"):
+            read_idx(tmp_path / name)
+
+
+def test_idx_corrupt(tmp_path):
+    write_idx(tmp_path / "a", np.ones((4, 5), np.uint8))
+    raw = (tmp_path / "a").read_bytes()
+    cases = {
+        "magic": b"\x01" + raw[1:],
+        "type": raw[:2] + b"\x07" + raw[3:],
+        "header": raw[:6],
+        "tiny": raw[:2],
+        "gzip": gzip.compress(raw)[:-12],
+    }
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(ValueError, match="IDX|gzip"):
+            read_idx(tmp_path / name)
+    with pytest.raises(FileNotFoundError):
+        read_idx(tmp_path / "missing")
+
+
+# ------------------------------------------------------------ search ---
+
+
+def test_search_paths_order(isolated, tmp_path, monkeypatch):
+    monkeypatch.setenv("DCGMM_DATA", str(tmp_path / "env"))
+    keras = isolated["keras"] / "datasets"
+    expected = [
+        tmp_path / "mine" / "fashion-mnist", tmp_path / "mine",
+        tmp_path / "env" / "fashion-mnist", tmp_path / "env",
+        isolated["repo"] / "fashion-mnist", isolated["repo"],
+        isolated["system"] / "fashion-mnist", isolated["system"],
+        keras / "fashion-mnist", keras,
+    ]
+    assert search_paths("fashion", tmp_path / "mine") == expected
+    assert search_paths("fashion_mnist", tmp_path / "mine") == expected
+    mnist = search_paths("mnist")
+    assert mnist == [tmp_path / "env" / "mnist", tmp_path / "env",
+                     isolated["repo"] / "mnist", isolated["repo"],
+                     keras / "mnist", keras]
+
+
+def test_search_paths_defaults(monkeypatch):
+    monkeypatch.delenv("DCGMM_DATA", raising=False)
+    paths = search_paths("fashion")
+    assert Path("/usr/share/datasets/fashion-mnist") in paths
+    assert paths[0] == Path(__file__).resolve().parents[1] / "data" / "fashion-mnist"
+    assert not any(str(p).startswith("/usr/share") for p in search_paths("mnist"))
+
+
+# ------------------------------------------------------------ loading ---
+
+
+def test_load_idx_dataset(isolated, tmp_path):
+    arrays = write_mnist_like(tmp_path / "mine")
+    ds = load_dataset("fashion", data_dir=tmp_path / "mine", download=False)
+    assert ds.name == "fashion_mnist" and ds.likelihood == "bernoulli"
+    assert ds.x_train.shape == (5, 784) and ds.x_test.shape == (3, 784)
+    assert ds.x_train.dtype == np.float32 and ds.y_train.dtype == np.int64
+    assert ds.x_train.min() == 0.0 and ds.x_train.max() == 1.0
+    np.testing.assert_allclose(ds.x_train, arrays[0].reshape(5, 784) / 255.0, rtol=1e-6)
+    np.testing.assert_array_equal(ds.y_test, arrays[3])
+    assert ds.input_dim == 784
+    assert ds.num_classes == np.union1d(arrays[1], arrays[3]).size
+
+
+def test_load_prefers_dataset_subfolder(isolated):
+    write_mnist_like(isolated["repo"], n_train=2)
+    write_mnist_like(isolated["repo"] / "mnist", n_train=4)
+    assert load_dataset("mnist", download=False).x_train.shape == (4, 784)
+    assert load_dataset("fashion", download=False).x_train.shape == (2, 784)
+
+
+def test_load_keras_mnist_npz(isolated):
+    keras = isolated["keras"] / "datasets"
+    keras.mkdir()
+    rng = np.random.default_rng(0)
+    np.savez(keras / "mnist.npz",
+             x_train=rng.integers(0, 256, (4, 28, 28), dtype=np.uint8),
+             y_train=np.array([0, 1, 2, 3], np.uint8),
+             x_test=np.full((2, 28, 28), 255, np.uint8),
+             y_test=np.array([4, 5], np.uint8))
+    ds = load_dataset("mnist", download=False)
+    assert ds.x_train.shape == (4, 784) and ds.x_test.shape == (2, 784)
+    assert np.all(ds.x_test == 1.0) and ds.num_classes == 6
+
+
+def test_mismatched_idx_counts(isolated, tmp_path):
+    write_mnist_like(tmp_path)
+    write_idx(tmp_path / "train-labels-idx1-ubyte", np.zeros(4, np.uint8))
+    with pytest.raises(ValueError, match="train split"):
+        load_dataset("mnist", data_dir=tmp_path, download=False)
+
+
+@pytest.mark.parametrize("name", ["mnist", "fashion"])
+def test_missing_dataset_lists_searched_paths(isolated, tmp_path, name):
+    write_mnist_like(tmp_path / "partial")
+    (tmp_path / "partial" / "t10k-labels-idx1-ubyte").unlink()
+    with pytest.raises(FileNotFoundError) as info:
+        load_dataset(name, data_dir=tmp_path / "partial", download=False)
+    message = str(info.value)
+    for path in search_paths(name, tmp_path / "partial"):
+        assert f"  {path}\n" in message
+    assert "download=False" in message and "--data_dir" in message
+    assert ("apt-get install dataset-fashion-mnist" in message) == (name == "fashion")
+
+
+def test_download_fallback(isolated, monkeypatch):
+    def fake_download(name):
+        assert name == "mnist"
+        x = np.zeros((3, 28, 28), np.uint8)
+        return (x, np.array([0, 1, 2], np.uint8)), (x[:1], np.array([1], np.uint8))
+
+    monkeypatch.setattr(datasets, "_download", fake_download)
+    ds = load_dataset("mnist")
+    assert ds.x_train.shape == (3, 784) and ds.y_test.tolist() == [1]
+
+    def failing_download(name):
+        raise OSError("no network")
+
+    monkeypatch.setattr(datasets, "_download", failing_download)
+    with pytest.raises(FileNotFoundError, match="no network"):
+        load_dataset("mnist")
+
+
+def test_unknown_name():
+    with pytest.raises(ValueError, match=r"Unknown dataset 'cifar'.*'mnist'"):
+        load_dataset("cifar")
+
+
+def test_real_fashion_mnist(monkeypatch):
+    if not Path("/usr/share/datasets/fashion-mnist").is_dir():
+        pytest.skip("Debian package dataset-fashion-mnist not installed")
+    monkeypatch.delenv("DCGMM_DATA", raising=False)
+    monkeypatch.setattr(datasets, "_download", None)  # Must not be needed.
+    ds = load_dataset("fashion", download=False)
+    assert ds.x_train.shape == (60000, 784) and ds.x_test.shape == (10000, 784)
+    assert ds.x_train.dtype == np.float32
+    assert ds.x_train.min() == 0.0 and ds.x_train.max() == 1.0
+    assert ds.num_classes == 10 and ds.likelihood == "bernoulli"
+    np.testing.assert_array_equal(np.bincount(ds.y_train), np.full(10, 6000))
+
+
+# ---------------------------------------------------------------- npz ---
+
+
+def _save(path, **arrays):
+    base = dict(x_train=np.zeros((4, 2, 3)), y_train=np.arange(4),
+                x_test=np.ones((2, 2, 3)), y_test=np.arange(2))
+    base.update(arrays)
+    with open(path, "wb") as f:  # np.savez(path) would append ".npz".
+        np.savez(f, **{k: v for k, v in base.items() if v is not None})
+    return path
+
+
+def test_load_npz(tmp_path):
+    ds = load_dataset(str(_save(tmp_path / "toy.npz", y_train=np.arange(4.0)[:, None])))
+    assert ds.name == "toy" and ds.likelihood == "bernoulli"
+    assert ds.x_train.shape == (4, 6) and ds.x_train.dtype == np.float32
+    assert ds.y_train.dtype == np.int64 and ds.y_train.tolist() == [0, 1, 2, 3]
+    assert ds.num_classes == 4 and ds.input_dim == 6
+    gaussian = load_dataset(_save(tmp_path / "g.NPZ", x_test=np.full((2, 6), -0.5)))
+    assert gaussian.likelihood == "gaussian"
+    assert load_dataset(_save(tmp_path / "b.npz", x_train=np.full((4, 6), 1.5))).likelihood == "gaussian"
+
+
+@pytest.mark.parametrize(
+    "arrays, match",
+    [
+        (dict(y_test=None), r"lacks array\(s\) \['y_test'\]"),
+        (dict(y_train=np.arange(3)), "4 samples but y_train"),
+        (dict(x_test=np.full((2, 6), np.nan)), "NaN"),
+        (dict(y_test=np.array([0.5, 1.0])), "integer class labels"),
+        (dict(x_test=np.ones((2, 5))), "features"),
+        (dict(x_train=np.zeros((0, 6)), y_train=np.zeros(0, int)), "empty"),
+        (dict(x_train=np.array([["a"] * 6] * 4)), "numeric"),
+    ],
+)
+def test_npz_validation(tmp_path, arrays, match):
+    with pytest.raises(ValueError, match=match):
+        load_dataset(str(_save(tmp_path / "bad.npz", **arrays)))
+
+
+def test_npz_missing(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nothing.npz"):
+        load_dataset(str(tmp_path / "nothing.npz"))
+
+
+def test_dataset_validation():
+    x, y = np.zeros((3, 2), np.float32), np.zeros(3, np.int64)
+    with pytest.raises(ValueError, match="float32"):
+        Dataset(x.astype(np.float64), y, x, y, "d", "bernoulli")
+    with pytest.raises(ValueError, match="int64"):
+        Dataset(x, y[:2], x, y, "d", "bernoulli")
+    with pytest.raises(ValueError, match="features"):
+        Dataset(x, y, x[:, :1], y, "d", "bernoulli")
+    with pytest.raises(ValueError, match="likelihood"):
+        Dataset(x, y, x, y, "d", "poisson")
+    assert Dataset(x, y, x, y + 2, "d", "gaussian").num_classes == 2

@@ -1,0 +1,126 @@
+"""The C-ELBO terms against an independent numpy computation on tiny tensors."""
+
+import numpy as np
+import pytest
+from scipy.special import expit, logsumexp
+
+from dcgmm_tf import losses
+
+
+def _normal_logpdf(z, mean, var):
+    return -0.5 * (np.log(2 * np.pi * var) + (z - mean) ** 2 / var)
+
+
+@pytest.fixture
+def tiny():
+    rng = np.random.default_rng(0)
+    b, k, d = 5, 3, 2
+    return {
+        "z": rng.normal(size=(b, d)).astype(np.float32),
+        "z_mean": rng.normal(size=(b, d)).astype(np.float32),
+        "z_log_var": rng.normal(scale=0.3, size=(b, d)).astype(np.float32),
+        "means": rng.normal(scale=2, size=(k, d)).astype(np.float32),
+        "variances": rng.uniform(0.3, 2.0, size=(k, d)).astype(np.float32),
+    }
+
+
+def _numpy_log_gamma(z, means, variances):
+    log_pz_k = _normal_logpdf(z[:, None, :], means[None], variances[None]).sum(-1)  # [B, K]
+    log_joint = log_pz_k + np.log(1.0 / len(means))
+    return log_pz_k, log_joint - logsumexp(log_joint, axis=1, keepdims=True)
+
+
+def test_bernoulli_reconstruction_matches_numpy():
+    rng = np.random.default_rng(1)
+    x = rng.uniform(size=(4, 6)).astype(np.float32)
+    logits = rng.normal(scale=3, size=(4, 6)).astype(np.float32)
+    p = expit(logits.astype(np.float64))
+    expected = -(x * np.log(p) + (1 - x) * np.log(1 - p)).sum(1)
+    np.testing.assert_allclose(losses.reconstruction_nll(x, logits, "bernoulli"), expected, rtol=1e-5)
+
+
+def test_bernoulli_reconstruction_finite_for_saturated_logits():
+    x = np.array([[0.0, 1.0, 0.5]], np.float32)
+    logits = np.array([[1e4, -1e4, 3e4]], np.float32)
+    value = losses.reconstruction_nll(x, logits, "bernoulli").numpy()
+    assert np.all(np.isfinite(value)) and value[0] > 1e4
+
+
+def test_gaussian_reconstruction_matches_numpy():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(3, 4)).astype(np.float32)
+    mean, log_var = rng.normal(size=(2, 3, 4)).astype(np.float32)
+    expected = -_normal_logpdf(x, mean, np.exp(log_var)).sum(1)
+    params = np.concatenate([mean, log_var], axis=1)
+    np.testing.assert_allclose(losses.reconstruction_nll(x, params, "gaussian"), expected, rtol=1e-5)
+
+
+def test_unknown_likelihood_rejected():
+    with pytest.raises(ValueError, match="likelihood"):
+        losses.reconstruction_nll(np.zeros((1, 2), np.float32), np.zeros((1, 2), np.float32), "poisson")
+
+
+def test_cluster_log_posterior_matches_numpy(tiny):
+    _, expected = _numpy_log_gamma(tiny["z"], tiny["means"], tiny["variances"])
+    got = losses.cluster_log_posterior(tiny["z"], tiny["means"], tiny["variances"]).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_cluster_kl_matches_lemma2_expansion(tiny):
+    """The logsumexp form equals the paper's sum_k gamma_k [log p(z|k) + log pi_k - log gamma_k] form."""
+    z, mean, log_var = tiny["z"], tiny["z_mean"], tiny["z_log_var"]
+    log_q = _normal_logpdf(z, mean, np.exp(log_var)).sum(1)
+    log_pz_k, log_gamma = _numpy_log_gamma(z, tiny["means"], tiny["variances"])
+    gamma = np.exp(log_gamma)
+    k = len(tiny["means"])
+    expected = log_q - (gamma * (log_pz_k + np.log(1.0 / k) - log_gamma)).sum(1)
+    got = losses.cluster_kl(z, mean, log_var, tiny["means"], tiny["variances"]).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-4)
+
+
+def test_cluster_kl_finite_far_from_every_cluster(tiny):
+    z = np.full((1, 2), 1e3, np.float32)
+    value = losses.cluster_kl(z, z, np.zeros((1, 2), np.float32), tiny["means"], tiny["variances"]).numpy()
+    assert np.isfinite(value).all() and value[0] > 1e4
+
+
+def test_pairwise_term_matches_double_loop(tiny):
+    _, log_gamma = _numpy_log_gamma(tiny["z"], tiny["means"], tiny["variances"])
+    gamma = np.exp(log_gamma)
+    b = len(gamma)
+    rng = np.random.default_rng(3)
+    w = rng.normal(scale=100, size=(b, b))
+    w = (w + w.T).astype(np.float32)
+    np.fill_diagonal(w, 7.0)  # the diagonal must be ignored
+    expected = -sum(w[i, j] * gamma[i] @ gamma[j] for i in range(b) for j in range(b) if i != j) / b
+    got = losses.pairwise_constraint_term(log_gamma.astype(np.float32), w).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-4)
+
+
+def test_pairwise_term_sign_and_symmetry():
+    together = np.log(np.array([[0.98, 0.01, 0.01], [0.98, 0.01, 0.01]], np.float32))
+    apart = np.log(np.array([[0.98, 0.01, 0.01], [0.01, 0.98, 0.01]], np.float32))
+    must = np.array([[0, 1e4], [1e4, 0]], np.float32)
+    cannot = -must
+    term = lambda lg, w: float(losses.pairwise_constraint_term(lg, w))
+    # A must-link is rewarded (lower loss) when the pair shares a cluster; a cannot-link is penalised.
+    assert term(together, must) < term(apart, must)
+    assert term(together, cannot) > term(apart, cannot)
+    assert term(together, must) == pytest.approx(-term(together, cannot))
+    # Swapping the two samples changes nothing.
+    assert term(apart[::-1].copy(), must) == pytest.approx(term(apart, must))
+
+
+def test_pairwise_term_zero_without_constraints(tiny):
+    _, log_gamma = _numpy_log_gamma(tiny["z"], tiny["means"], tiny["variances"])
+    assert float(losses.pairwise_constraint_term(log_gamma.astype(np.float32), np.zeros((5, 5), np.float32))) == 0.0
+
+
+def test_pairwise_term_averages_monte_carlo_samples(tiny):
+    _, log_gamma = _numpy_log_gamma(tiny["z"], tiny["means"], tiny["variances"])
+    _, log_gamma2 = _numpy_log_gamma(tiny["z"] + 1.0, tiny["means"], tiny["variances"])
+    w = np.ones((5, 5), np.float32)
+    stacked = np.stack([log_gamma, log_gamma2]).astype(np.float32)
+    expected = 0.5 * (float(losses.pairwise_constraint_term(log_gamma.astype(np.float32), w))
+                      + float(losses.pairwise_constraint_term(log_gamma2.astype(np.float32), w)))
+    assert float(losses.pairwise_constraint_term(stacked, w)) == pytest.approx(expected, rel=1e-5)

@@ -1,0 +1,152 @@
+"""The DCGMM model: loss terms, VaDE special case, fit/predict, saving."""
+
+import keras
+import numpy as np
+import pytest
+
+from dcgmm_tf import DCGMM, ConstraintSet, MLPDecoder, MLPEncoder, metrics, pretrain
+from dcgmm_tf.data import constrained_dataset
+
+
+def small_model(input_dim=20, num_clusters=2, latent_dim=2, seed=0, likelihood="bernoulli"):
+    return DCGMM((input_dim,), num_clusters=num_clusters, likelihood=likelihood, seed=seed,
+                 encoder=MLPEncoder(latent_dim, hidden_units=(64, 32), name="encoder"),
+                 decoder=MLPDecoder(input_dim, hidden_units=(32, 64), likelihood=likelihood, name="decoder"))
+
+
+def two_factor_data(n=1200, seed=0):
+    """Four blobs of near-binary vectors in [0,1]^20 from two binary factors: A sets 16 features, B 4.
+
+    Unsupervised clustering into two groups follows the dominant factor A; the labels are B, so only
+    constraints can steer the clustering to them.
+    """
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 2, n)
+    b = rng.integers(0, 2, n)
+    x = np.empty((n, 20), np.float32)
+    x[:, :16] = 0.05 + 0.9 * a[:, None] + rng.normal(0, 0.03, (n, 16))
+    x[:, 16:] = 0.05 + 0.9 * b[:, None] + rng.normal(0, 0.03, (n, 4))
+    return np.clip(x, 0, 1), b
+
+
+def test_default_network_is_the_papers():
+    model = DCGMM((784,), num_clusters=10)
+    dense_shapes = [tuple(w.shape) for w in model.encoder.trainable_weights if len(w.shape) == 2]
+    assert dense_shapes == [(784, 500), (500, 500), (500, 2000), (2000, 10), (2000, 10)]
+    dense_shapes = [tuple(w.shape) for w in model.decoder.trainable_weights if len(w.shape) == 2]
+    assert dense_shapes == [(10, 2000), (2000, 500), (500, 500), (500, 784)]
+    assert model.cluster_means.shape == (10, 10) and model.cluster_variances.shape == (10, 10)
+
+
+def test_cluster_parameters_are_trainable_weights():
+    model = small_model()
+    names = {v.name for v in model.trainable_variables}
+    assert {"cluster_means", "cluster_raw_variances"} <= names
+
+
+def test_zero_constraints_reduce_to_vade():
+    """With W = 0 the C-ELBO is exactly VaDE's ELBO: same loss as a batch without W."""
+    model = small_model()
+    x, _ = two_factor_data(64)
+    state = keras.ops.convert_to_numpy(model.seed_generator.state)
+    vade = model.compute_loss_terms(x)
+    model.seed_generator.state.assign(state)
+    with_zero_w = model.compute_loss_terms(x, np.zeros((64, 64), np.float32))
+    assert float(with_zero_w["constraint"]) == 0.0
+    for name in ("loss", "reconstruction", "cluster_kl"):
+        assert float(with_zero_w[name]) == pytest.approx(float(vade[name]), rel=1e-6)
+    assert float(vade["loss"]) == pytest.approx(float(vade["reconstruction"] + vade["cluster_kl"]), rel=1e-6)
+
+
+def test_constraint_term_uses_the_sampled_posteriors():
+    model = small_model()
+    x, _ = two_factor_data(4)
+    w = np.zeros((4, 4), np.float32)
+    w[0, 1] = w[1, 0] = 1e4
+    terms = model.compute_loss_terms(x, w)
+    assert -2e4 / 4 <= float(terms["constraint"]) < 0.0
+
+
+def test_variance_floor():
+    model = small_model()
+    model.cluster_raw_variances.assign(np.full((2, 2), -80.0, np.float32))
+    assert np.all(keras.ops.convert_to_numpy(model.cluster_variances) >= model.min_variance)
+
+
+def test_set_cluster_parameters_validates_shapes():
+    model = small_model()
+    with pytest.raises(ValueError, match="shape"):
+        model.set_cluster_parameters(np.zeros((3, 2)), np.ones((3, 2)))
+    with pytest.raises(ValueError, match="positive"):
+        model.set_cluster_parameters(np.zeros((2, 2)), np.zeros((2, 2)))
+
+
+def test_predict_returns_cluster_probabilities_and_helpers_work():
+    model = small_model(num_clusters=3)
+    x, _ = two_factor_data(50)
+    p = model.predict(x, verbose=0)
+    assert p.shape == (50, 3)
+    np.testing.assert_allclose(p.sum(1), 1.0, rtol=1e-5)
+    assert model.embed(x).shape == (50, 2)
+    samples = model.sample(cluster=1, num_samples=7, seed=0)
+    assert samples.shape == (7, 20) and np.all((samples >= 0) & (samples <= 1))
+    with pytest.raises(ValueError, match="cluster"):
+        model.sample(cluster=3, num_samples=1)
+
+
+def _train(x, y, constraints, seed=0, epochs=25):
+    keras.utils.set_random_seed(seed)
+    model = small_model(seed=seed)
+    pretrain(model, x, epochs=15, batch_size=64, seed=seed, verbose=0)
+    model.compile(optimizer=keras.optimizers.Adam(2e-3))
+    history = model.fit(constrained_dataset(x, constraints, batch_size=64, seed=seed), epochs=epochs,
+                        verbose=0, shuffle=False)
+    acc = metrics.cluster_accuracy(y, model.predict(x, verbose=0).argmax(-1))
+    return model, acc, history
+
+
+def test_constraints_steer_clustering_on_synthetic_data():
+    x, y = two_factor_data()
+    constraints = ConstraintSet.from_labels(y, 600, alpha=1e3, seed=0)
+    _, acc_vade, _ = _train(x, y, ConstraintSet.empty(len(x)))
+    model, acc_dcgmm, history = _train(x, y, constraints)
+    assert all(np.isfinite(v) for v in history.history["loss"])
+    assert acc_vade < 0.7, acc_vade  # unsupervised: follows the dominant factor
+    assert acc_dcgmm > 0.9, acc_dcgmm  # constrained: follows the labels
+    satisfaction = metrics.constraint_satisfaction(constraints, model.predict(x, verbose=0).argmax(-1))
+    assert satisfaction > 0.9
+
+
+def test_keras_save_and_load_give_identical_predictions(tmp_path):
+    x, y = two_factor_data(200)
+    model, _, _ = _train(x, y, ConstraintSet.from_labels(y, 50, seed=1), epochs=2)
+    path = tmp_path / "dcgmm.keras"
+    model.save(path)
+    restored = keras.models.load_model(path)
+    assert isinstance(restored, DCGMM)
+    np.testing.assert_array_equal(restored.predict(x, verbose=0), model.predict(x, verbose=0))
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(restored.cluster_variances),
+                                  keras.ops.convert_to_numpy(model.cluster_variances))
+
+
+def test_evaluate_reports_every_loss_term():
+    x, y = two_factor_data(128)
+    model = small_model()
+    model.compile(optimizer="adam")
+    scores = model.evaluate(constrained_dataset(x, ConstraintSet.from_labels(y, 20, seed=0), batch_size=32),
+                            verbose=0, return_dict=True)
+    assert set(scores) == {"loss", "reconstruction", "cluster_kl", "constraint"}
+    assert scores["loss"] == pytest.approx(scores["reconstruction"] + scores["cluster_kl"] + scores["constraint"],
+                                           rel=1e-4)
+
+
+def test_pretrain_cache_is_reused(tmp_path):
+    x, _ = two_factor_data(128)
+    cache = tmp_path / "ae.weights.h5"
+    first = small_model(seed=3)
+    assert pretrain(first, x, epochs=1, batch_size=64, seed=3, cache_path=cache, verbose=0) is False
+    second = small_model(seed=4)
+    assert pretrain(second, x, epochs=1, batch_size=64, seed=3, cache_path=cache, verbose=0) is True
+    np.testing.assert_array_equal(second.predict(x, verbose=0), first.predict(x, verbose=0))
+    with pytest.raises(ValueError, match="weights.h5"):
+        pretrain(second, x, cache_path=tmp_path / "ae.h5")
