@@ -6,7 +6,6 @@ import dataclasses
 import gzip
 import os
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
