@@ -49,34 +49,42 @@ flags.DEFINE_integer("verbose", 2, "Keras verbosity: 0 silent, 1 progress bar, 2
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run_once(data, seed: int, output_dir: Path) -> dict:
-    """One pretraining + training + evaluation run; returns the results row."""
-    import keras
-    import numpy as np
+def make_constraints(y_train, seed: int):
+    """The constraint set of one run: from --constraints_file, or drawn from the training labels."""
+    from dcgmm_tf import ConstraintSet
 
-    from dcgmm_tf import DCGMM, ConstraintSet, metrics, pretrain
+    if FLAGS.method == "vade":
+        return ConstraintSet.empty(len(y_train))
+    if FLAGS.constraints_file:
+        return ConstraintSet.from_csv(FLAGS.constraints_file, len(y_train))
+    return ConstraintSet.from_labels(y_train, FLAGS.num_constraints, alpha=FLAGS.alpha, q=FLAGS.q,
+                                     link_type=FLAGS.link_type, seed=seed,
+                                     transitive_closure=FLAGS.transitive_closure)
+
+
+def make_model(data, input_shape, num_clusters: int, seed: int):
+    """The DC-GMM model of the flags (default network: the paper's MLP)."""
+    from dcgmm_tf import DCGMM
+
+    return DCGMM(input_shape, num_clusters=num_clusters, latent_dim=FLAGS.latent_dim,
+                 likelihood=data.likelihood, seed=seed)
+
+
+def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir: Path):
+    """Pretrain (cached), then train DC-GMM; returns the model and the pretrained GMM's test accuracy."""
+    import keras
+
+    from dcgmm_tf import metrics, pretrain
     from dcgmm_tf.callbacks import ClusteringMetrics
     from dcgmm_tf.data import constrained_dataset
 
-    keras.utils.set_random_seed(seed)
-    x_train, y_train, x_test, y_test = _subsets(data, seed)
-    num_clusters = FLAGS.num_clusters or data.num_classes
-    if FLAGS.method == "vade":
-        constraints = ConstraintSet.empty(len(x_train))
-    elif FLAGS.constraints_file:
-        constraints = ConstraintSet.from_csv(FLAGS.constraints_file, len(x_train))
-    else:
-        constraints = ConstraintSet.from_labels(y_train, FLAGS.num_constraints, alpha=FLAGS.alpha, q=FLAGS.q,
-                                                link_type=FLAGS.link_type, seed=seed,
-                                                transitive_closure=FLAGS.transitive_closure)
-    model = DCGMM(x_train.shape[1:], num_clusters=num_clusters, latent_dim=FLAGS.latent_dim,
-                  likelihood=data.likelihood, seed=seed)
+    x_train, _, x_test, y_test = splits
+    model = make_model(data, x_train.shape[1:], num_clusters, seed)
     architecture = {"model": model.get_config(), "pretrain_epochs": FLAGS.pretrain_epochs,
                     "pretrain_batch_size": FLAGS.pretrain_batch_size, "n": len(x_train)}
     key = hashlib.sha1(json.dumps(architecture, sort_keys=True, default=str).encode()).hexdigest()[:12]
     cache_dir = Path(FLAGS.cache_dir) if FLAGS.cache_dir else REPO / "data" / "cache"
     cache = cache_dir / f"pretrain-{data.name}-seed{seed}-{key}.weights.h5"
-    start = time.perf_counter()
     cached = pretrain(model, x_train, epochs=FLAGS.pretrain_epochs, batch_size=FLAGS.pretrain_batch_size,
                       seed=seed, cache_path=cache, verbose=FLAGS.verbose)
     logging.info("pretrained weights %s %s", "loaded from" if cached else "saved to", cache)
@@ -90,14 +98,31 @@ def run_once(data, seed: int, output_dir: Path) -> dict:
         FLAGS.learning_rate, decay_steps=FLAGS.lr_decay_epochs * steps_per_epoch, decay_rate=FLAGS.lr_decay,
         staircase=True)
     model.compile(optimizer=keras.optimizers.Adam(schedule, global_clipnorm=FLAGS.clipnorm or None))
-    run_dir = output_dir / "runs" / f"{FLAGS.method}-{data.name}-seed{seed}"
-    run_dir.mkdir(parents=True, exist_ok=True)
     callbacks = [ClusteringMetrics(x_test, y_test, every=FLAGS.eval_every),
                  keras.callbacks.CSVLogger(str(run_dir / "history.csv")),
                  keras.callbacks.TensorBoard(str(run_dir / "tensorboard"))]
     model.fit(train_data, epochs=FLAGS.epochs, callbacks=callbacks, verbose=FLAGS.verbose, shuffle=False)
-    train_seconds = time.perf_counter() - start
     model.save(run_dir / "model.keras")
+    return model, pretrain_acc
+
+
+def run_once(data, seed: int, output_dir: Path) -> dict:
+    """One run of --method (constraints, training, evaluation on the test split); returns the results row."""
+    import keras
+    import numpy as np
+
+    from dcgmm_tf import metrics
+
+    keras.utils.set_random_seed(seed)
+    splits = _subsets(data, seed)
+    x_train, y_train, x_test, y_test = splits
+    num_clusters = FLAGS.num_clusters or data.num_classes
+    constraints = make_constraints(y_train, seed)
+    run_dir = output_dir / "runs" / f"{FLAGS.method}-{data.name}-seed{seed}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    model, pretrain_acc = train_dcgmm(data, splits, constraints, num_clusters, seed, run_dir)
+    train_seconds = time.perf_counter() - start
 
     y_pred = model.predict(x_test, batch_size=1024, verbose=0).argmax(-1)
     scores = metrics.clustering_scores(y_test, y_pred)

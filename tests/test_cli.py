@@ -1,0 +1,42 @@
+"""The experiment runner end to end on a small subset of the real Fashion-MNIST."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FASHION = Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
+COLUMNS = ["dataset", "method", "seed", "num_constraints", "q", "alpha", "epochs", "acc", "nmi", "ari",
+           "constraint_satisfaction", "train_seconds"]
+
+
+def run_cli(tmp_path, *args):
+    cmd = [sys.executable, "-m", "experiments.run", "--dataset=fashion", "--max_train_samples=1500",
+           "--max_test_samples=500", "--epochs=2", "--pretrain_epochs=1", "--num_constraints=300",
+           "--eval_every=1", "--verbose=0", f"--output_dir={tmp_path / 'out'}", f"--cache_dir={tmp_path / 'cache'}",
+           *args]
+    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.skipif(not FASHION.exists(), reason="needs the Debian package dataset-fashion-mnist (CI installs it)")
+def test_cli_writes_results_summary_history_and_model(tmp_path):
+    proc = run_cli(tmp_path, "--runs=2", "--seed=5")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = pd.read_csv(tmp_path / "out" / "results.csv")
+    assert set(COLUMNS) <= set(rows.columns)
+    assert list(rows["seed"]) == [5, 6]
+    assert (rows["dataset"] == "fashion_mnist").all() and (rows["method"] == "dcgmm").all()
+    assert rows["num_constraints"].tolist() == [300, 300] and (rows["alpha"] == 1e4).all()
+    assert rows[["acc", "nmi", "ari", "constraint_satisfaction"]].notna().all().all()
+    assert ((rows["acc"] > 0.1) & (rows["acc"] <= 1)).all()
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv")
+    assert summary.loc[0, "runs"] == 2
+    assert summary.loc[0, "acc_mean"] == pytest.approx(rows["acc"].mean())
+    run_dir = tmp_path / "out" / "runs" / "dcgmm-fashion_mnist-seed5"
+    history = pd.read_csv(run_dir / "history.csv")
+    assert len(history) == 2 and {"loss", "reconstruction", "cluster_kl", "constraint", "test_acc"} <= set(history)
+    assert (run_dir / "model.keras").exists() and (run_dir / "tensorboard").is_dir()
+    assert len(list((tmp_path / "cache").glob("*.weights.h5"))) == 2
