@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import csv
+import logging
+import math
+import os
+import shutil
 import time
+import zipfile
+from pathlib import Path
+from typing import Callable
 
 import keras
 import numpy as np
@@ -40,3 +48,174 @@ class ClusteringMetrics(keras.callbacks.Callback):
             scores = metrics.clustering_scores(self.y, y_pred)
         for name, value in scores.items():
             logs[self.prefix + name] = value
+
+
+def save_atomically(path: Path, write: Callable[[Path], None]) -> None:
+    """Calls ``write(tmp)`` on a temporary file next to ``path``, then renames it to ``path``.
+
+    A process killed at any moment leaves either the old file or the new one, never a partial file.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+    try:
+        write(tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+class NonFiniteLossGuard(keras.callbacks.Callback):
+    """Stops training at the first non-finite loss and rolls the model back to its last good weights.
+
+    ``keras.callbacks.TerminateOnNaN`` only stops, leaving NaN weights in the model. This callback checks the
+    ``monitor`` value after every batch (the running mean of the epoch, which turns non-finite with the first
+    non-finite batch loss), and then restores the weights and the optimizer state at the end of the last epoch
+    with a finite loss (or at the start of training), saves the weights to ``checkpoint_path`` (a
+    ``.weights.h5`` file, written atomically) if given, and stops training. ``error`` then holds a message;
+    :meth:`raise_if_stopped` raises it.
+    """
+
+    def __init__(self, checkpoint_path: str | os.PathLike | None = None, monitor: str = "loss"):
+        super().__init__()
+        if checkpoint_path is not None and not str(checkpoint_path).endswith(".weights.h5"):
+            raise ValueError(f"checkpoint_path must end in .weights.h5, got {checkpoint_path}")
+        self.checkpoint_path = None if checkpoint_path is None else Path(checkpoint_path)
+        self.monitor = monitor
+        self.error: str | None = None
+        self._epoch = 0
+        self._good_state: list[np.ndarray] | None = None
+        self._good_epoch: int | None = None
+
+    def _variables(self) -> list:
+        """The weights of the model and the variables of its optimizer (not the metric trackers, whose values
+        still report the failed epoch)."""
+        if not self.model.optimizer.built:
+            self.model.optimizer.build(self.model.trainable_variables)
+        return [*self.model.weights, *self.model.optimizer.variables]
+
+    def on_train_begin(self, logs=None):
+        self.error = None
+        self._good_state = [keras.ops.convert_to_numpy(v) for v in self._variables()]
+        self._good_epoch = None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        value = (logs or {}).get(self.monitor)
+        if self.error is not None or value is None or math.isfinite(float(value)):
+            return
+        for variable, good in zip(self._variables(), self._good_state):
+            variable.assign(good)
+        self.model.stop_training = True
+        kept = ("the start of training" if self._good_epoch is None else f"the end of epoch {self._good_epoch + 1}")
+        self.error = (f"the {self.monitor} became {float(value)} in epoch {self._epoch + 1}, batch {batch + 1}; "
+                      f"training stopped and the model was reset to its weights at {kept}")
+        if self.checkpoint_path is not None:
+            save_atomically(self.checkpoint_path, self.model.save_weights)
+            self.error += f", saved to {self.checkpoint_path}"
+        self.error += (". Lower the learning rate, clip the gradients (e.g. --clipnorm=10) or lower the "
+                       "constraint weight alpha.")
+        logging.error("%s", self.error)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.error is None:
+            self._good_state = [keras.ops.convert_to_numpy(v) for v in self._variables()]
+            self._good_epoch = epoch
+
+    def raise_if_stopped(self) -> None:
+        """Raises ``FloatingPointError`` with the message if training was stopped by a non-finite loss."""
+        if self.error is not None:
+            raise FloatingPointError(self.error)
+
+
+class TrainingBackup(keras.callbacks.Callback):
+    """Backs up the whole training state after every epoch so that a killed ``fit`` can resume.
+
+    Like ``keras.callbacks.BackupAndRestore``, but the backup holds every variable of the model (including
+    the state of its random-number generators) and of its optimizer, in one file per epoch written atomically
+    (``epoch-00007.npz``): a process killed while writing leaves the previous backup intact, and the
+    weights and the epoch number can never disagree, so a resumed run continues exactly where it stopped.
+
+    Usage: after ``compile``, ``initial_epoch = backup.restore(model)``; pass ``initial_epoch`` to ``fit``
+    (and to the data pipeline, whose shuffling depends on the epoch). The backup is deleted when ``fit``
+    ends; it is kept when the process dies. ``backup_dir`` must belong to one model configuration.
+    """
+
+    def __init__(self, backup_dir: str | os.PathLike):
+        super().__init__()
+        self.backup_dir = Path(backup_dir)
+
+    @staticmethod
+    def _state(model: keras.Model) -> list:
+        if not model.optimizer.built:
+            model.optimizer.build(model.trainable_variables)
+        seen, state = set(), []
+        for variable in [*model.variables, *model.optimizer.variables]:
+            if id(variable) not in seen:
+                seen.add(id(variable))
+                state.append(variable)
+        return state
+
+    def _backups(self) -> list[tuple[int, Path]]:
+        """(epoch, path) of the backups present, newest first."""
+        found = [(int(p.name[6:-4]), p) for p in self.backup_dir.glob("epoch-*.npz") if p.name[6:-4].isdigit()]
+        return sorted(found, reverse=True)
+
+    def restore(self, model: keras.Model) -> int:
+        """Loads the newest readable backup into ``model`` (compiled) and returns its number of finished epochs
+        (0 without a backup)."""
+        state = self._state(model)
+        shapes = [tuple(v.shape) for v in state]
+        for epoch, path in self._backups():
+            try:
+                with np.load(path, allow_pickle=False) as f:
+                    values = [f[name] for name in sorted(f.files)]
+            except (OSError, EOFError, ValueError, zipfile.BadZipFile) as e:
+                logging.warning("skipping unreadable backup %s: %s", path, e)
+                continue
+            if [v.shape for v in values] != shapes:
+                raise ValueError(f"the backup {path} is of a different model; delete {self.backup_dir}")
+            for variable, value in zip(state, values):
+                variable.assign(value)
+            logging.info("resuming training after epoch %d from %s", epoch, path)
+            return epoch
+        return 0
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.model.stop_training:  # stopped early or rolled back: this state is not the epoch's
+            return
+        arrays = {f"v{k:05d}": keras.ops.convert_to_numpy(v) for k, v in enumerate(self._state(self.model))}
+
+        def write(tmp: Path) -> None:
+            with open(tmp, "wb") as f:  # a file object: np.savez would append ".npz" to a name
+                np.savez(f, **arrays)
+
+        save_atomically(self.backup_dir / f"epoch-{epoch + 1:05d}.npz", write)
+        for _, old in self._backups()[1:]:
+            old.unlink(missing_ok=True)
+
+    def on_train_end(self, logs=None):
+        shutil.rmtree(self.backup_dir, ignore_errors=True)
+
+
+def trim_history(path: str | os.PathLike, num_epochs: int) -> None:
+    """Keeps only the rows of epochs ``< num_epochs`` in a ``CSVLogger`` file (before resuming a run whose
+    log may hold epochs after its last backup)."""
+    path = Path(path)
+    if not path.exists():
+        return
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    if not rows or "epoch" not in rows[0]:
+        return
+    column = rows[0].index("epoch")
+    kept = [rows[0]] + [r for r in rows[1:] if len(r) > column and int(r[column]) < num_epochs]
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", newline="") as f:
+            csv.writer(f, lineterminator="\n").writerows(kept)
+
+    save_atomically(path, write)

@@ -11,6 +11,8 @@ import tensorflow as tf
 from dcgmm_tf import losses
 from dcgmm_tf.networks import MLPDecoder, MLPEncoder
 
+KL_ESTIMATORS = ("analytic", "sample")
+
 
 @keras.saving.register_keras_serializable(package="dcgmm_tf")
 class DCGMM(keras.Model):
@@ -29,13 +31,16 @@ class DCGMM(keras.Model):
         decoder: layer mapping z to the parameters of p(x|z) (see :mod:`dcgmm_tf.networks`).
         num_mc_samples: L, Monte Carlo samples of z per x in the SGVB estimator.
         min_variance: floor of the cluster variances sigma_k^2.
+        kl_estimator: ``"analytic"`` (VaDE's estimator: Gaussian expectations over q(z|x) in closed form,
+            lower variance) or ``"sample"`` (the plain single-sample SGVB estimate of Appendix B.3).
         seed: seed of the reparameterisation noise.
     """
 
     def __init__(self, input_shape: Sequence[int], num_clusters: int = 10, latent_dim: int = 10,
                  likelihood: str = "bernoulli", encoder: keras.layers.Layer | None = None,
                  decoder: keras.layers.Layer | None = None, num_mc_samples: int = 1,
-                 min_variance: float = 1e-3, seed: int | None = None, **kwargs):
+                 min_variance: float = 1e-3, kl_estimator: str = "analytic", seed: int | None = None,
+                 **kwargs):
         super().__init__(**kwargs)
         if likelihood not in losses.LIKELIHOODS:
             raise ValueError(f"likelihood must be one of {losses.LIKELIHOODS}, got {likelihood!r}")
@@ -43,6 +48,9 @@ class DCGMM(keras.Model):
             raise ValueError(f"num_clusters must be at least 2, got {num_clusters}")
         if num_mc_samples < 1:
             raise ValueError(f"num_mc_samples must be at least 1, got {num_mc_samples}")
+        if kl_estimator not in KL_ESTIMATORS:
+            raise ValueError(f"kl_estimator must be one of {KL_ESTIMATORS}, got {kl_estimator!r}")
+        self.kl_estimator = kl_estimator
         self.sample_shape = tuple(int(s) for s in input_shape)
         self.num_clusters = int(num_clusters)
         self.likelihood = likelihood
@@ -136,24 +144,48 @@ class DCGMM(keras.Model):
         z_mean = tf.cast(z_mean, tf.float32)
         z_log_var = tf.cast(z_log_var, tf.float32)
         batch = tf.shape(z_mean)[0]
-        eps = keras.random.normal((self.num_mc_samples, batch, self.latent_dim), seed=self.seed_generator)
+        eps = self._standard_normal((self.num_mc_samples, batch, self.latent_dim))
         z = z_mean + tf.exp(0.5 * z_log_var) * eps  # [L, B, D], reparameterisation trick
         params = self.decoder(tf.reshape(z, [-1, self.latent_dim]), training=training)
         x_rep = tf.tile(x, tf.concat([[self.num_mc_samples], tf.ones(tf.rank(x) - 1, tf.int32)], 0))
         reconstruction = tf.reduce_mean(losses.reconstruction_nll(x_rep, params, self.likelihood))
         means, variances = self.cluster_means, self.cluster_variances
-        cluster_kl = tf.reduce_mean(losses.cluster_kl(z, z_mean, z_log_var, means, variances))
-        if w is None:
-            constraint = tf.zeros(())
+        log_gamma = losses.cluster_log_posterior(z, means, variances)  # [L, B, K]
+        if self.kl_estimator == "analytic":
+            cluster_kl = losses.cluster_kl_analytic(log_gamma, z_mean, z_log_var, means, variances)
         else:
-            log_gamma = losses.cluster_log_posterior(z, means, variances)  # [L, B, K]
-            constraint = losses.pairwise_constraint_term(log_gamma, w)
+            cluster_kl = losses.cluster_kl(z, z_mean, z_log_var, means, variances)
+        cluster_kl = tf.reduce_mean(cluster_kl)
+        constraint = tf.zeros(()) if w is None else losses.pairwise_constraint_term(log_gamma, w)
         return {"loss": reconstruction + cluster_kl + constraint, "reconstruction": reconstruction,
                 "cluster_kl": cluster_kl, "constraint": constraint}
 
-    def _update_trackers(self, terms: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    def _standard_normal(self, shape) -> tf.Tensor:
+        """N(0, 1) noise; under a multi-replica tf.distribute strategy each replica folds its id into the seed."""
+        context = tf.distribute.get_replica_context()
+        if context is None or context.num_replicas_in_sync == 1:
+            return keras.random.normal(shape, seed=self.seed_generator)
+        seed = tf.random.experimental.stateless_fold_in(self.seed_generator.next(), context.replica_id_in_sync_group)
+        return tf.random.stateless_normal(shape, seed=seed)
+
+    @staticmethod
+    def _share_of_global_batch(x, terms: dict[str, tf.Tensor]) -> tuple[dict[str, tf.Tensor], int]:
+        """Under a multi-replica tf.distribute strategy, ``terms`` times this replica's share B_r / B of the global
+        batch, so that the replicas' sum (gradients are summed) is the global batch's value; else ``terms``.
+
+        Also returns the number of replicas R. A replica with an empty batch (B_r = 0) contributes exactly 0.
+        """
+        context = tf.distribute.get_replica_context()
+        if context is None or context.num_replicas_in_sync == 1:
+            return terms, 1
+        local = tf.cast(tf.shape(x)[0], tf.float32)
+        share = local / context.all_reduce(tf.distribute.ReduceOp.SUM, local)
+        return {k: tf.math.multiply_no_nan(v, share) for k, v in terms.items()}, context.num_replicas_in_sync
+
+    def _update_trackers(self, terms: dict[str, tf.Tensor], num_replicas: int = 1) -> dict[str, tf.Tensor]:
+        # Keras averages the replicas' metric results: R times each replica's share sums to the global value.
         for tracker in self.metrics:
-            tracker.update_state(terms[tracker.name])
+            tracker.update_state(terms[tracker.name] * num_replicas)
         return {m.name: m.result() for m in self.metrics}
 
     @staticmethod
@@ -165,15 +197,15 @@ class DCGMM(keras.Model):
     def train_step(self, data):
         x, w = self._unpack(data)
         with tf.GradientTape() as tape:
-            terms = self.compute_loss_terms(x, w, training=True)
+            terms, num_replicas = self._share_of_global_batch(x, self.compute_loss_terms(x, w, training=True))
             loss = self.optimizer.scale_loss(terms["loss"])
         grads = tape.gradient(loss, self.trainable_variables)
         self.optimizer.apply(grads, self.trainable_variables)
-        return self._update_trackers(terms)
+        return self._update_trackers(terms, num_replicas)
 
     def test_step(self, data):
         x, w = self._unpack(data)
-        return self._update_trackers(self.compute_loss_terms(x, w, training=False))
+        return self._update_trackers(*self._share_of_global_batch(x, self.compute_loss_terms(x, w, training=False)))
 
     def predict_step(self, data):
         x, _ = self._unpack(data)
@@ -190,6 +222,7 @@ class DCGMM(keras.Model):
             "decoder": keras.saving.serialize_keras_object(self.decoder),
             "num_mc_samples": self.num_mc_samples,
             "min_variance": self.min_variance,
+            "kl_estimator": self.kl_estimator,
             "seed": self.seed,
         }
 

@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 from sklearn.mixture import GaussianMixture
 
-from dcgmm_tf import losses
+from dcgmm_tf import losses, validation
 from dcgmm_tf.model import DCGMM
 
 
@@ -74,8 +74,11 @@ def pretrain(model: DCGMM, x: np.ndarray, *, epochs: int = 10, batch_size: int =
              verbose: int | str = "auto") -> bool:
     """Autoencoder pretraining plus GMM initialisation, reusing ``cache_path`` (``.weights.h5``) if present.
 
-    Returns True when the weights came from the cache.
+    Returns True when the weights came from the cache. ``x`` is checked with
+    :func:`dcgmm_tf.validation.check_data` against the model (shape, likelihood, number of clusters).
     """
+    x = validation.check_data(x, num_clusters=model.num_clusters, likelihood=model.likelihood,
+                              sample_shape=model.sample_shape)
     if cache_path is not None:
         cache_path = Path(cache_path)
         if not cache_path.name.endswith(".weights.h5"):

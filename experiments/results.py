@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import csv
 import fcntl
+import hashlib
 import io
+import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported where needed: writers stay light
+    import pandas as pd
 
 METRICS = ("acc", "nmi", "ari", "constraint_satisfaction", "train_seconds")
 
@@ -17,7 +21,9 @@ def append_row(path: str | os.PathLike, row: dict) -> None:
     """Append ``row`` to the CSV at ``path`` under an exclusive lock, writing the header if the file is new.
 
     The row is written with a single ``write`` call on an ``O_APPEND`` descriptor and flushed to disk,
-    so concurrent writers never interleave and a crash leaves at most the rows already written.
+    so concurrent writers never interleave and a crash leaves at most the rows already written; the lock
+    dies with its process. A last line without its newline (from another writer) is left alone and the
+    row starts on a new line.
     New columns are not allowed in an existing file: they would shift the values under the old header.
     """
     path = Path(path)
@@ -37,6 +43,8 @@ def append_row(path: str | os.PathLike, row: dict) -> None:
             if set(columns) != set(row):
                 raise ValueError(f"{path} has columns {columns}, the new row has {list(row)}; "
                                  "write to another --output_dir")
+            if os.pread(fd, 1, size - 1) != b"\n":  # a partial line left by some other writer: start a new one
+                buffer.write("\n")
         writer.writerow([row[c] for c in columns])
         os.write(fd, buffer.getvalue().encode())
         os.fsync(fd)
@@ -44,17 +52,45 @@ def append_row(path: str | os.PathLike, row: dict) -> None:
         os.close(fd)
 
 
+def has_row(path: str | os.PathLike, match: dict) -> bool:
+    """Whether the CSV at ``path`` holds a row whose columns equal ``match`` (compared as written)."""
+    path = Path(path)
+    if not path.exists():
+        return False
+    wanted = {k: str(v) for k, v in match.items()}
+    with open(path, newline="") as f:
+        return any(all(row.get(k) == v for k, v in wanted.items()) for row in csv.DictReader(f))
+
+
+def config_key(settings: dict) -> str:
+    """A short stable hash of a run's settings (JSON-serialisable values), to tell configurations apart."""
+    return hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def write_csv_atomically(frame: pd.DataFrame, path: str | os.PathLike) -> None:
+    """Writes ``frame`` to ``path`` through a temporary file and a rename: readers never see a partial file."""
+    path = Path(path)
+    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+    try:
+        frame.to_csv(tmp, index=False)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def read_rows(path: str | os.PathLike) -> pd.DataFrame:
     """The rows of a results CSV (an empty frame if the file does not exist)."""
+    import pandas as pd
+
     path = Path(path)
     return pd.read_csv(path) if path.exists() else pd.DataFrame()
 
 
 def summarise(rows: pd.DataFrame, keys: tuple[str, ...] = ("dataset", "method", "num_constraints", "q", "alpha",
-                                                              "epochs")) -> pd.DataFrame:
-    """Mean and standard deviation of each metric over the runs of each configuration."""
+                                                              "epochs", "config")) -> pd.DataFrame:
+    """Mean and standard deviation of each metric over the runs of each configuration (the ``keys`` present)."""
     present = [m for m in METRICS if m in rows]
-    grouped = rows.groupby(list(keys), dropna=False)[present]
+    grouped = rows.groupby([k for k in keys if k in rows], dropna=False)[present]
     summary = grouped.agg(["mean", "std"])
     summary.columns = [f"{metric}_{stat}" for metric, stat in summary.columns]
     summary.insert(0, "runs", grouped.size())

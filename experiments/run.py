@@ -5,6 +5,7 @@ r"""Train and evaluate DC-GMM (or VaDE) and append one results row per run.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sys
@@ -16,7 +17,8 @@ from absl import app, flags, logging
 FLAGS = flags.FLAGS
 
 flags.DEFINE_string("dataset", "fashion", "Data set name (fashion, mnist) or path to an .npz file.")
-flags.DEFINE_enum("method", "dcgmm", ["dcgmm", "vade"], "dcgmm, or vade (= dcgmm without constraints).")
+flags.DEFINE_enum("method", "dcgmm", ["dcgmm", "vade", "pckmeans", "sdec", "cidec"],
+                  "dcgmm, vade (= dcgmm without constraints), or a Table 1 baseline: pckmeans, sdec, cidec.")
 flags.DEFINE_integer("num_constraints", 6000, "Number of random pairwise constraints drawn from the labels.")
 flags.DEFINE_float("alpha", None, "Constraint confidence |W_ij|; default 1e4, or 1000*log((1-q)/q) when q > 0.")
 flags.DEFINE_float("q", 0.0, "Constraint noise: probability of flipping each link, in [0, 0.5).")
@@ -25,7 +27,8 @@ flags.DEFINE_boolean("transitive_closure", False, "Close noise-free constraints 
 flags.DEFINE_string("constraints_file", None, "CSV with columns i,j,weight indexing the training split.")
 flags.DEFINE_integer("runs", 1, "Number of runs; run r uses seed + r.")
 flags.DEFINE_integer("seed", 0, "Seed of the first run (data subset, constraints, initialisation).")
-flags.DEFINE_integer("epochs", 500, "Training epochs (paper: 1000 for MNIST, 500 otherwise).")
+flags.DEFINE_integer("epochs", 500, "Training epochs (paper: 1000 for MNIST, 500 otherwise); for sdec/cidec the "
+                     "maximum clustering epochs, for pckmeans the maximum iterations.")
 flags.DEFINE_integer("pretrain_epochs", 10, "Autoencoder pretraining epochs.")
 flags.DEFINE_integer("pretrain_batch_size", 256, "Autoencoder pretraining batch size.")
 flags.DEFINE_integer("batch_size", 256, "Training batch size.")
@@ -35,18 +38,74 @@ flags.DEFINE_integer("lr_decay_epochs", 20, "Epochs between learning-rate decays
 flags.DEFINE_enum("layout", "separate", ["separate", "spread"],
                   "Where constraint pairs go: extra batches of B/2 pairs (paper) or spread over all batches.")
 flags.DEFINE_float("clipnorm", 0.0, "Clip each step's gradient to this global norm (0: no clipping).")
+flags.DEFINE_enum("kl_estimator", "analytic", ["analytic", "sample"],
+                  "Cluster KL estimator: closed-form Gaussian expectations (VaDE) or single-sample SGVB.")
 flags.DEFINE_integer("threads", 0, "TensorFlow intra-op threads (0: all cores).")
 flags.DEFINE_integer("latent_dim", 10, "Latent dimension D.")
+flags.DEFINE_enum("architecture", "mlp", ["mlp", "vgg"],
+                  "Networks: the paper's MLP, or the appendix's VGG-like conv nets (image data sets only).")
+flags.DEFINE_list("vgg_filters", ["32", "64"],
+                  "Filters of the VGG blocks (paper: 32,64 for 64x64x1 frames, 64,128 for faces).")
 flags.DEFINE_integer("num_clusters", 0, "Number of clusters K (0: the number of classes).")
 flags.DEFINE_integer("max_train_samples", 0, "Use a random subset of the training split (0: all).")
 flags.DEFINE_integer("max_test_samples", 0, "Use a random subset of the test split (0: all).")
 flags.DEFINE_integer("eval_every", 10, "Evaluate test ACC/NMI/ARI every this many epochs (logged to history).")
 flags.DEFINE_string("data_dir", None, "Directory searched first for data files.")
+flags.DEFINE_integer("image_size", 64, "Side of the square images of UTKFace and of image-folder data sets.")
 flags.DEFINE_string("output_dir", "results", "Where results.csv, summary.csv and per-run logs go.")
 flags.DEFINE_string("cache_dir", None, "Pretrained-weights cache (default: <repo>/data/cache).")
 flags.DEFINE_integer("verbose", 2, "Keras verbosity: 0 silent, 1 progress bar, 2 one line per epoch.")
+flags.DEFINE_float("pckmeans_weight", 1.0, "pckmeans: penalty per violated constraint (squared-distance units).")
+flags.DEFINE_integer("layer_pretrain_epochs", 50, "sdec/cidec: denoising-autoencoder epochs per layer (paper: 50).")
+flags.DEFINE_integer("finetune_epochs", 100, "sdec/cidec: autoencoder fine-tuning epochs (paper: 100).")
+flags.DEFINE_float("dec_tol", 1e-3, "sdec/cidec: stop when fewer than this share of assignments change.")
+flags.DEFINE_float("sdec_lambda", 1e-5, "sdec: weight of the pairwise distance loss.")
+flags.DEFINE_float("cidec_gamma", 0.1, "cidec: weight of the clustering KL next to the reconstruction (IDEC).")
+flags.DEFINE_float("cidec_ml_penalty", 0.1, "cidec: weight of the must-link loss.")
+flags.DEFINE_float("cidec_cl_penalty", 1.0, "cidec: weight of the cannot-link loss.")
+flags.DEFINE_boolean("deterministic", True, "TensorFlow op determinism: the same --seed on the same machine gives "
+                     "the same results row.")
+flags.DEFINE_boolean("jit_compile", False, "Compile the training step with XLA (needs --nodeterministic).")
+flags.DEFINE_enum("mixed_precision", "off", ["off", "bf16", "fp16"],
+                  "Mixed precision: bf16 (CPUs with AVX512-BF16/AMX, TPUs), fp16 (GPUs, with loss scaling); "
+                  "variables and losses stay float32.")
+flags.DEFINE_integer("eval_batch_size", 1024, "Batch size of predictions (test metrics, results).")
+flags.DEFINE_enum("strategy", "default", ["default", "mirrored", "multiworker"],
+                  "tf.distribute: one device, all local GPUs (MirroredStrategy) or several machines "
+                  "(MultiWorkerMirroredStrategy, cluster from TF_CONFIG); see docs/distributed.md.")
+
+# Bad flag values stop the program before anything runs, with this message (absl prints it, no traceback).
+for _name, _check, _rule in (
+        ("epochs", lambda v: v >= 1, "at least 1"), ("batch_size", lambda v: v >= 2, "at least 2"),
+        ("runs", lambda v: v >= 1, "at least 1"), ("pretrain_epochs", lambda v: v >= 0, "at least 0"),
+        ("pretrain_batch_size", lambda v: v >= 1, "at least 1"), ("num_constraints", lambda v: v >= 0, "at least 0"),
+        ("q", lambda v: 0 <= v < 0.5, "in [0, 0.5): the probability that a constraint is wrong"),
+        ("alpha", lambda v: v is None or 0 < v < float("inf"), "a finite number > 0 (or unset for the default)"),
+        ("learning_rate", lambda v: v > 0, "> 0"), ("lr_decay", lambda v: 0 < v <= 1, "in (0, 1]"),
+        ("lr_decay_epochs", lambda v: v >= 1, "at least 1"), ("clipnorm", lambda v: v >= 0, "at least 0"),
+        ("threads", lambda v: v >= 0, "at least 0"), ("latent_dim", lambda v: v >= 1, "at least 1"),
+        ("num_clusters", lambda v: v == 0 or v >= 2, "0 (the number of classes) or at least 2"),
+        ("max_train_samples", lambda v: v >= 0, "at least 0"), ("max_test_samples", lambda v: v >= 0, "at least 0"),
+        ("eval_every", lambda v: v >= 1, "at least 1"), ("eval_batch_size", lambda v: v >= 1, "at least 1")):
+    flags.register_validator(_name, _check, message=f"--{_name} must be {_rule}.")
+flags.register_multi_flags_validator(
+    ["jit_compile", "deterministic"], lambda f: not (f["jit_compile"] and f["deterministic"]),
+    message="--jit_compile needs --nodeterministic: XLA has no deterministic mode.")
+
+# Flags that do not change a run's results; all others make up its configuration (see config_key).
+NOT_CONFIG_FLAGS = ("seed", "runs", "output_dir", "cache_dir", "data_dir", "verbose", "threads", "eval_every",
+                    "deterministic", "jit_compile", "eval_batch_size", "strategy")
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def config_key() -> str:
+    """Hash of the run.py flags that define a run's configuration (all but NOT_CONFIG_FLAGS)."""
+    from experiments import results
+
+    module = FLAGS.find_module_defining_flag("dataset")
+    return results.config_key({f.name: f.value for f in FLAGS.get_flags_for_module(module)
+                               if f.name not in NOT_CONFIG_FLAGS})
 
 
 def make_constraints(y_train, seed: int):
@@ -65,9 +124,15 @@ def make_constraints(y_train, seed: int):
 def make_model(data, input_shape, num_clusters: int, seed: int):
     """The DC-GMM model of the flags (default network: the paper's MLP)."""
     from dcgmm_tf import DCGMM
+    from dcgmm_tf.networks import VGGDecoder, VGGEncoder
 
+    networks = {}
+    if FLAGS.architecture == "vgg":
+        filters = [int(f) for f in FLAGS.vgg_filters]
+        networks = {"encoder": VGGEncoder(FLAGS.latent_dim, filters, name="encoder"),
+                    "decoder": VGGDecoder(input_shape, filters, data.likelihood, name="decoder")}
     return DCGMM(input_shape, num_clusters=num_clusters, latent_dim=FLAGS.latent_dim,
-                 likelihood=data.likelihood, seed=seed)
+                 likelihood=data.likelihood, kl_estimator=FLAGS.kl_estimator, seed=seed, **networks)
 
 
 def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir: Path):
@@ -75,21 +140,32 @@ def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir
     import keras
 
     from dcgmm_tf import metrics, pretrain
-    from dcgmm_tf.callbacks import ClusteringMetrics
+    from dcgmm_tf.callbacks import (ClusteringMetrics, NonFiniteLossGuard, TrainingBackup, save_atomically,
+                                    trim_history)
     from dcgmm_tf.data import constrained_dataset
+    from dcgmm_tf.distribute import distributed_constrained_dataset
 
     x_train, _, x_test, y_test = splits
     model = make_model(data, x_train.shape[1:], num_clusters, seed)
-    architecture = {"model": model.get_config(), "pretrain_epochs": FLAGS.pretrain_epochs,
-                    "pretrain_batch_size": FLAGS.pretrain_batch_size, "n": len(x_train)}
+    config = model.get_config()  # what the pretrained weights depend on:
+    architecture = {k: config[k] for k in ("encoder", "decoder", "num_clusters", "min_variance", "seed")}
+    architecture.update(pretrain_epochs=FLAGS.pretrain_epochs, pretrain_batch_size=FLAGS.pretrain_batch_size,
+                        n=len(x_train))
     key = hashlib.sha1(json.dumps(architecture, sort_keys=True, default=str).encode()).hexdigest()[:12]
     cache_dir = Path(FLAGS.cache_dir) if FLAGS.cache_dir else REPO / "data" / "cache"
     cache = cache_dir / f"pretrain-{data.name}-seed{seed}-{key}.weights.h5"
     cached = pretrain(model, x_train, epochs=FLAGS.pretrain_epochs, batch_size=FLAGS.pretrain_batch_size,
                       seed=seed, cache_path=cache, verbose=FLAGS.verbose)
     logging.info("pretrained weights %s %s", "loaded from" if cached else "saved to", cache)
-    pretrain_acc = metrics.cluster_accuracy(y_test, model.predict(x_test, batch_size=1024, verbose=0).argmax(-1))
+    pretrain_acc = metrics.cluster_accuracy(
+        y_test, model.predict(x_test, batch_size=FLAGS.eval_batch_size, verbose=0).argmax(-1))
     logging.info("test ACC of the pretrained GMM: %.4f", pretrain_acc)
+    strategy = distribution_strategy()
+    if FLAGS.strategy != "default":  # pretrained on one device, trained on the strategy's replicas
+        with strategy.scope():
+            replicated = make_model(data, x_train.shape[1:], num_clusters, seed)
+        replicated.set_weights(model.get_weights())
+        model = replicated
 
     train_data = constrained_dataset(x_train, constraints, batch_size=FLAGS.batch_size, seed=seed,
                                      layout=FLAGS.layout)
@@ -97,13 +173,96 @@ def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir
     schedule = keras.optimizers.schedules.ExponentialDecay(
         FLAGS.learning_rate, decay_steps=FLAGS.lr_decay_epochs * steps_per_epoch, decay_rate=FLAGS.lr_decay,
         staircase=True)
-    model.compile(optimizer=keras.optimizers.Adam(schedule, global_clipnorm=FLAGS.clipnorm or None))
-    callbacks = [ClusteringMetrics(x_test, y_test, every=FLAGS.eval_every),
-                 keras.callbacks.CSVLogger(str(run_dir / "history.csv")),
-                 keras.callbacks.TensorBoard(str(run_dir / "tensorboard"))]
-    model.fit(train_data, epochs=FLAGS.epochs, callbacks=callbacks, verbose=FLAGS.verbose, shuffle=False)
-    model.save(run_dir / "model.keras")
+    with strategy.scope():
+        model.compile(optimizer=keras.optimizers.Adam(schedule, global_clipnorm=FLAGS.clipnorm or None),
+                      jit_compile=FLAGS.jit_compile)
+    # A killed run restarted with the same flags resumes after its last finished epoch.
+    backup = TrainingBackup(run_dir / f"backup-{config_key()}")
+    initial_epoch = backup.restore(model)
+    if initial_epoch:
+        trim_history(run_dir / "history.csv", initial_epoch)
+        train_data = constrained_dataset(x_train, constraints, batch_size=FLAGS.batch_size, seed=seed,
+                                         layout=FLAGS.layout, initial_epoch=initial_epoch)
+    fit_steps = {}
+    if FLAGS.strategy != "default":
+        train_data, steps = distributed_constrained_dataset(strategy, x_train, constraints, batch_size=FLAGS.batch_size,
+                                                            seed=seed, layout=FLAGS.layout, initial_epoch=initial_epoch)
+        fit_steps = {"steps_per_epoch": steps}
+    guard = NonFiniteLossGuard(run_dir / "last_good.weights.h5")
+    callbacks = [guard, ClusteringMetrics(x_test, y_test, every=FLAGS.eval_every, batch_size=FLAGS.eval_batch_size),
+                 keras.callbacks.CSVLogger(str(run_dir / "history.csv"), append=initial_epoch > 0),
+                 keras.callbacks.TensorBoard(str(run_dir / "tensorboard")), backup]
+    model.fit(train_data, epochs=FLAGS.epochs, initial_epoch=initial_epoch, callbacks=callbacks,
+              verbose=FLAGS.verbose, shuffle=False, **fit_steps)
+    guard.raise_if_stopped()
+    save_atomically(run_dir / "model.keras", model.save)
     return model, pretrain_acc
+
+
+def train_pckmeans(data, splits, constraints, num_clusters: int, seed: int, run_dir: Path):
+    """PCKmeans on the raw features, as in the paper; returns the fitted model and NaN (no pretraining)."""
+    import pandas as pd
+
+    from dcgmm_tf.baselines import PCKMeans
+
+    model = PCKMeans(num_clusters, weight=FLAGS.pckmeans_weight, max_iter=FLAGS.epochs, seed=seed)
+    model.fit(splits[0], constraints)
+    pd.DataFrame(model.history_).to_csv(run_dir / "history.csv", index=False)
+    logging.info("PCKmeans: %d iterations, converged: %s", model.n_iter_, model.converged_)
+    return model, float("nan")
+
+
+def train_dec_baseline(data, splits, constraints, num_clusters: int, seed: int, run_dir: Path):
+    """Layer-wise pretraining of the stacked autoencoder (cached per seed, so sdec and cidec share it), k-means
+    centres, then SDEC or C-IDEC; returns the model and the test ACC of the k-means initialisation."""
+    import keras
+    import pandas as pd
+
+    from dcgmm_tf import metrics
+    from dcgmm_tf.baselines import CIDEC, SDEC, StackedAutoencoder, pretrain_layerwise
+
+    x_train, _, x_test, y_test = splits
+    autoencoder = StackedAutoencoder(x_train.shape[-1], FLAGS.latent_dim, name="autoencoder")
+    settings = {"model": autoencoder.get_config(), "layer_epochs": FLAGS.layer_pretrain_epochs,
+                "finetune_epochs": FLAGS.finetune_epochs, "batch_size": FLAGS.pretrain_batch_size, "n": len(x_train)}
+    key = hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    cache_dir = Path(FLAGS.cache_dir) if FLAGS.cache_dir else REPO / "data" / "cache"
+    cache = cache_dir / f"dec-pretrain-{data.name}-seed{seed}-{key}.weights.h5"
+    cached = pretrain_layerwise(autoencoder, x_train, layer_epochs=FLAGS.layer_pretrain_epochs,
+                                finetune_epochs=FLAGS.finetune_epochs, batch_size=FLAGS.pretrain_batch_size,
+                                seed=seed, cache_path=cache, verbose=FLAGS.verbose)
+    logging.info("pretrained autoencoder %s %s", "loaded from" if cached else "saved to", cache)
+    if FLAGS.method == "sdec":  # DEC's optimiser
+        model = SDEC(autoencoder.encoder, num_clusters, pair_weight=FLAGS.sdec_lambda, name="sdec")
+        optimizer = keras.optimizers.SGD(0.01, momentum=0.9)
+    else:  # IDEC's optimiser
+        model = CIDEC(autoencoder.encoder, autoencoder.decoder, num_clusters, gamma=FLAGS.cidec_gamma,
+                      ml_penalty=FLAGS.cidec_ml_penalty, cl_penalty=FLAGS.cidec_cl_penalty, name="cidec")
+        optimizer = keras.optimizers.Adam(FLAGS.learning_rate)
+    model.compile(optimizer=optimizer)
+    model.initialize_centers(x_train, seed=seed)
+    pretrain_acc = metrics.cluster_accuracy(y_test, _clusters(model, x_test))
+    logging.info("test ACC of k-means on the pretrained embedding: %.4f", pretrain_acc)
+
+    def evaluate(epoch: int, log: dict) -> None:
+        if epoch % FLAGS.eval_every == 0:
+            log.update({f"test_{k}": v for k, v in metrics.clustering_scores(y_test, _clusters(model, x_test)).items()})
+        logging.info("epoch %d: %s", epoch, log)
+
+    history = model.fit_clusters(x_train, constraints, FLAGS.epochs, batch_size=FLAGS.batch_size, tol=FLAGS.dec_tol,
+                                 seed=seed, callback=evaluate)
+    pd.DataFrame(history).to_csv(run_dir / "history.csv", index=False)
+    model.save_weights(run_dir / "model.weights.h5")
+    return model, pretrain_acc
+
+
+def _clusters(model, x):
+    """Cluster of each row of ``x``: a PCKMeans prediction, or the argmax of a Keras model's output."""
+    from dcgmm_tf.baselines import PCKMeans
+
+    if isinstance(model, PCKMeans):
+        return model.predict(x)
+    return model.predict(x, batch_size=FLAGS.eval_batch_size, verbose=0).argmax(-1)
 
 
 def run_once(data, seed: int, output_dir: Path) -> dict:
@@ -111,23 +270,26 @@ def run_once(data, seed: int, output_dir: Path) -> dict:
     import keras
     import numpy as np
 
-    from dcgmm_tf import metrics
+    from dcgmm_tf import metrics, validation
 
     keras.utils.set_random_seed(seed)
     splits = _subsets(data, seed)
     x_train, y_train, x_test, y_test = splits
     num_clusters = FLAGS.num_clusters or data.num_classes
+    for name, x, y in (("x_train", x_train, y_train), ("x_test", x_test, y_test)):
+        validation.check_data(x, y, num_clusters=num_clusters, likelihood=data.likelihood, name=name)
     constraints = make_constraints(y_train, seed)
     run_dir = output_dir / "runs" / f"{FLAGS.method}-{data.name}-seed{seed}"
     run_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    model, pretrain_acc = train_dcgmm(data, splits, constraints, num_clusters, seed, run_dir)
+    train = {"pckmeans": train_pckmeans, "sdec": train_dec_baseline, "cidec": train_dec_baseline}.get(
+        FLAGS.method, train_dcgmm)
+    model, pretrain_acc = train(data, splits, constraints, num_clusters, seed, run_dir)
     train_seconds = time.perf_counter() - start
 
-    y_pred = model.predict(x_test, batch_size=1024, verbose=0).argmax(-1)
+    y_pred = _clusters(model, x_test)
     scores = metrics.clustering_scores(y_test, y_pred)
-    satisfaction = (metrics.constraint_satisfaction(
-        constraints, model.predict(x_train, batch_size=1024, verbose=0).argmax(-1)) if len(constraints) else
+    satisfaction = (metrics.constraint_satisfaction(constraints, _clusters(model, x_train)) if len(constraints) else
                     float("nan"))
     return {"dataset": data.name, "method": FLAGS.method, "seed": seed, "num_constraints": len(constraints),
             "q": FLAGS.q, "alpha": (float(np.abs(constraints.weight).max()) if len(constraints) else 0.0),
@@ -147,8 +309,18 @@ def _subsets(data, seed: int):
         if 0 < limit < len(x):
             keep = np.sort(rng.choice(len(x), limit, replace=False))
             x, y = x[keep], y[keep]
+        if FLAGS.architecture == "vgg":
+            x = data.images(x)
         out += [x, y]
     return out
+
+
+@functools.cache
+def distribution_strategy():
+    """The tf.distribute strategy of --strategy; main creates it first (before any other TF operation)."""
+    from dcgmm_tf.distribute import make_strategy
+
+    return make_strategy(FLAGS.strategy)
 
 
 def main(argv):
@@ -161,16 +333,38 @@ def main(argv):
 
         tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
         tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
+    if FLAGS.deterministic:
+        import tensorflow as tf
+
+        tf.config.experimental.enable_op_determinism()
+    import keras
+
+    keras.mixed_precision.set_global_policy(
+        {"off": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}[FLAGS.mixed_precision])
+    distribution_strategy()
     output_dir = Path(FLAGS.output_dir)
-    data = load_dataset(FLAGS.dataset, FLAGS.data_dir)
+    data = load_dataset(FLAGS.dataset, FLAGS.data_dir, image_size=FLAGS.image_size)
+    config = config_key()
     for r in range(FLAGS.runs):
-        row = run_once(data, FLAGS.seed + r, output_dir)
+        done = {"method": FLAGS.method, "dataset": data.name, "seed": FLAGS.seed + r, "config": config}
+        if results.has_row(output_dir / "results.csv", done):
+            logging.info("run %d/%d: skipped, %s is already in %s", r + 1, FLAGS.runs, done,
+                         output_dir / "results.csv")
+            continue
+        row = {**run_once(data, FLAGS.seed + r, output_dir), "config": config}
         results.append_row(output_dir / "results.csv", row)
         logging.info("run %d/%d: %s", r + 1, FLAGS.runs, row)
     summary = results.summarise(results.read_rows(output_dir / "results.csv"))
-    summary.to_csv(output_dir / "summary.csv", index=False)
+    results.write_csv_atomically(summary, output_dir / "summary.csv")
     print(summary.to_string(index=False), file=sys.stdout)
 
 
+def cli(argv):
+    """``main``, reporting bad input as one line on stderr with exit status 1 (no traceback)."""
+    from dcgmm_tf.validation import exit_on_user_error
+
+    return exit_on_user_error(main)(argv)
+
+
 if __name__ == "__main__":
-    app.run(main)
+    app.run(cli)

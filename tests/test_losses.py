@@ -124,3 +124,27 @@ def test_pairwise_term_averages_monte_carlo_samples(tiny):
     expected = 0.5 * (float(losses.pairwise_constraint_term(log_gamma.astype(np.float32), w))
                       + float(losses.pairwise_constraint_term(log_gamma2.astype(np.float32), w)))
     assert float(losses.pairwise_constraint_term(stacked, w)) == pytest.approx(expected, rel=1e-5)
+
+
+def test_analytic_cluster_kl_matches_numpy(tiny):
+    z, mean, log_var = tiny["z"], tiny["z_mean"], tiny["z_log_var"]
+    means, variances = tiny["means"], tiny["variances"]
+    _, log_gamma = _numpy_log_gamma(z, means, variances)
+    gamma = np.exp(log_gamma)
+    v = np.exp(log_var)
+    cross = 0.5 * (np.log(2 * np.pi * variances)[None] + (v[:, None] + (mean[:, None] - means[None]) ** 2)
+                   / variances[None]).sum(-1)
+    entropy = 0.5 * np.log(2 * np.pi * np.e * v).sum(-1)
+    expected = (gamma * (cross + np.log(len(means)) + log_gamma)).sum(-1) - entropy
+    got = losses.cluster_kl_analytic(log_gamma.astype(np.float32), mean, log_var, means, variances).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-4)
+
+
+def test_analytic_and_sampled_cluster_kl_agree_for_a_point_mass(tiny):
+    """With q(z|x) almost a point mass at m, E_q[log q] = log q(m) - D/2 and z = m: the two estimators differ by D/2."""
+    mean, means, variances = tiny["z_mean"], tiny["means"], tiny["variances"]
+    log_var = np.full_like(mean, -12.0)
+    log_gamma = losses.cluster_log_posterior(mean, means, variances)
+    analytic = losses.cluster_kl_analytic(log_gamma, mean, log_var, means, variances).numpy()
+    sampled = losses.cluster_kl(mean, mean, log_var, means, variances).numpy()
+    np.testing.assert_allclose(analytic, sampled - mean.shape[1] / 2, rtol=1e-4, atol=1e-3)

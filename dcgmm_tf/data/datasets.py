@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import os
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +50,8 @@ class Dataset:
       y_test: int64 array of shape `(N_test,)`.
       name: Dataset name.
       likelihood: `"bernoulli"` for data in `[0, 1]`, else `"gaussian"`.
+      image_shape: `(H, W, C)` of each sample when the features are a
+        flattened image (see `images`), else None.
     """
 
     x_train: np.ndarray
@@ -57,6 +60,7 @@ class Dataset:
     y_test: np.ndarray
     name: str
     likelihood: str
+    image_shape: tuple[int, ...] | None = None
 
     def __post_init__(self):
         for split in ("train", "test"):
@@ -81,6 +85,27 @@ class Dataset:
                 f"likelihood must be one of {_LIKELIHOODS}, got "
                 f"{self.likelihood!r}."
             )
+        if self.image_shape is not None and (
+            len(self.image_shape) != 3
+            or int(np.prod(self.image_shape)) != self.x_train.shape[1]
+        ):
+            raise ValueError(
+                f"image_shape must be (H, W, C) with H*W*C = "
+                f"{self.x_train.shape[1]} features, got {self.image_shape}."
+            )
+
+    def images(self, x: np.ndarray) -> np.ndarray:
+        """Rows of flat features `x` (e.g. `x_train`) as images `(N, H, W, C)`.
+
+        Raises:
+          ValueError: If the data set does not hold images.
+        """
+        if self.image_shape is None:
+            raise ValueError(
+                f"Dataset {self.name!r} holds feature vectors, not images; "
+                "convolutional networks need an image data set."
+            )
+        return np.reshape(x, (len(x), *self.image_shape))
 
     @property
     def num_classes(self) -> int:
@@ -138,8 +163,10 @@ def _canonical_name(name: str) -> str:
         return _ALIASES[name.lower()]
     except KeyError:
         raise ValueError(
-            f"Unknown dataset {name!r}. Known names: {sorted(_ALIASES)}, or a "
-            "path to a .npz file with arrays x_train, y_train, x_test, y_test."
+            f"Unknown dataset {name!r}. Known names: "
+            f"{sorted(_ALIASES) + list(_OTHER_NAMES)}, a path to a .npz file "
+            "with arrays x_train, y_train, x_test, y_test, or a folder of class "
+            "sub-folders of images or a file,label .csv."
         ) from None
 
 
@@ -198,6 +225,7 @@ def _make_image_dataset(
     sources: list[str],
 ) -> Dataset:
     """Builds a Dataset from uint8 images and labels, scaling to [0, 1]."""
+    image_shape = train[0].shape[1:] + ((1,) if train[0].ndim == 3 else ())
     arrays = {}
     for split, (x, y), (x_source, y_source) in (
         ("train", train, sources[:2]),
@@ -213,7 +241,8 @@ def _make_image_dataset(
             np.float32
         )
         arrays[f"y_{split}"] = y.astype(np.int64)
-    return Dataset(**arrays, name=name, likelihood="bernoulli")
+    return Dataset(**arrays, name=name, likelihood="bernoulli",
+                   image_shape=image_shape if len(image_shape) == 3 else None)
 
 
 def _download(name: str) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
@@ -228,9 +257,16 @@ def load_dataset(
     data_dir: str | os.PathLike | None = None,
     *,
     download: bool = True,
+    image_size: int = 64,
 ) -> Dataset:
     """Loads a dataset by name (`"fashion"`, `"fashion_mnist"`, `"mnist"`) or
     from a `.npz` file.
+
+    The paper's other data sets are `"reuters"` (`dcgmm_tf.data.reuters`),
+    `"stl10"` (`dcgmm_tf.data.stl10`), `"utkface_gender"` and
+    `"utkface_ethnicity"` (`dcgmm_tf.data.utkface`); a folder of class
+    sub-folders or a `file,label` CSV loads your own images resized to
+    `image_size` (`dcgmm_tf.data.image_folder`). See data/README.md.
 
     Named datasets are read from the four IDX files (plain or `.gz`) in the
     first directory of `search_paths(name, data_dir)` holding all of them; for
@@ -249,6 +285,9 @@ def load_dataset(
     """
     if str(name_or_path).lower().endswith(".npz"):
         return _load_npz(Path(name_or_path))
+    other = _load_other(str(name_or_path), data_dir, download, image_size)
+    if other is not None:
+        return other
     name = _canonical_name(str(name_or_path))
     paths = search_paths(name, data_dir)
     for directory in paths:
@@ -291,14 +330,21 @@ def _load_npz(path: Path) -> Dataset:
     if not path.is_file():
         raise FileNotFoundError(f"Dataset file not found: {path}")
     keys = ("x_train", "y_train", "x_test", "y_test")
-    with np.load(path, allow_pickle=False) as f:
-        missing = [k for k in keys if k not in f.files]
-        if missing:
-            raise ValueError(
-                f"{path} lacks array(s) {missing}; it must contain {list(keys)} "
-                f"(found {f.files})."
-            )
-        arrays = {k: f[k] for k in keys}
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            found = list(f.files)
+            arrays = {k: f[k] for k in keys if k in found}
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile) as e:
+        raise ValueError(
+            f"{path} is not a readable .npz file ({e}); it may be truncated or "
+            "corrupt: write it again with numpy.savez."
+        ) from e
+    missing = [k for k in keys if k not in found]
+    if missing:
+        raise ValueError(
+            f"{path} lacks array(s) {missing}; it must contain {list(keys)} "
+            f"(found {found})."
+        )
     for split in ("train", "test"):
         x, y = arrays[f"x_{split}"], arrays[f"y_{split}"]
         if x.ndim < 1 or x.shape[0] == 0:
@@ -340,3 +386,34 @@ def _load_npz(path: Path) -> Dataset:
         name=path.stem,
         likelihood="bernoulli" if in_unit_range else "gaussian",
     )
+
+
+_OTHER_NAMES = ("reuters", "stl10", "utkface_gender", "utkface_ethnicity")
+
+
+def _load_other(
+    name_or_path: str, data_dir, download: bool, image_size: int
+) -> Dataset | None:
+    """Loads Reuters, STL-10, UTKFace or an image folder / CSV; None for other names."""
+    # pylint: disable=g-import-not-at-top  (these modules import this one)
+    name = name_or_path.lower().replace("-", "_")
+    if name_or_path.lower() in _ALIASES:
+        return None
+    if name == "reuters":
+        from dcgmm_tf.data.reuters import load_reuters
+
+        return load_reuters(data_dir, download=download)
+    if name == "stl10":
+        from dcgmm_tf.data.stl10 import load_stl10
+
+        return load_stl10(data_dir)
+    if name.startswith("utkface_"):
+        from dcgmm_tf.data.utkface import load_utkface
+
+        return load_utkface(name[len("utkface_"):], data_dir, image_size=image_size)
+    path = Path(name_or_path).expanduser()
+    if path.is_dir() or name.endswith(".csv"):
+        from dcgmm_tf.data.image_folder import load_image_folder
+
+        return load_image_folder(path, image_size)
+    return None

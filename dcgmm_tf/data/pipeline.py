@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import numpy as np
 import tensorflow as tf
+from scipy import sparse
+from scipy.sparse import csgraph
 
+from dcgmm_tf import validation
 from dcgmm_tf.constraints import ConstraintSet
 
 LAYOUTS = ("separate", "spread", "none")
@@ -25,9 +30,8 @@ def epoch_batches(num_samples: int, constraints: ConstraintSet, batch_size: int,
     would almost never fire otherwise). ``layout`` says where the pairs go:
 
     - ``"separate"`` (the paper's): extra batches of ``batch_size // 2`` pairs.
-    - ``"spread"``: the pairs are shared out over all batches, each batch holding ``batch_size`` samples
-      of which about ``2 * num_pairs / num_batches`` are pair ends; every step then sees both kinds of
-      terms, which keeps Adam's moment estimates steady.
+    - ``"spread"``: the pairs are shared out evenly over all batches, each batch filled up to
+      ``batch_size`` with data samples; every step then sees both kinds of terms.
     - ``"none"``: data batches only.
     """
     if layout not in LAYOUTS:
@@ -36,32 +40,65 @@ def epoch_batches(num_samples: int, constraints: ConstraintSet, batch_size: int,
     num_pairs = len(constraints) if layout != "none" else 0
     pair_order = rng.permutation(num_pairs)
     if layout == "spread" and num_pairs:
-        num_batches = -(-num_samples // batch_size)
-        pairs_per_batch = -(-num_pairs // num_batches)
-        data_per_batch = batch_size - 2 * pairs_per_batch
-        if data_per_batch < 1:
+        num_batches = -(-(num_samples + 2 * num_pairs) // batch_size)
+        pair_chunks = np.array_split(pair_order, num_batches)
+        if 2 * len(pair_chunks[0]) >= batch_size:
             raise ValueError(f"{num_pairs} pairs do not fit in {num_batches} batches of {batch_size}; "
                              "use layout='separate' or a larger batch size")
-        num_batches = -(-num_samples // data_per_batch)
-        pairs_per_batch = -(-num_pairs // num_batches)
-        data = [order[s:s + data_per_batch] for s in range(0, num_samples, data_per_batch)]
-        pairs = _pair_batches(constraints, pair_order, pairs_per_batch)
-        pairs += [np.empty(0, np.int64)] * (len(data) - len(pairs))
-        return [np.concatenate([d, p]) for d, p in zip(data, pairs)]
+        data_ends = np.minimum(np.cumsum([batch_size - 2 * len(c) for c in pair_chunks]), num_samples)
+        data = np.split(order, data_ends[:-1])
+        return [np.concatenate([d, constraints.i[c], constraints.j[c]]) for d, c in zip(data, pair_chunks)]
     batches = [order[s:s + batch_size] for s in range(0, num_samples, batch_size)]
     batches += _pair_batches(constraints, pair_order, max(batch_size // 2, 1))
     return [batches[b] for b in rng.permutation(len(batches))]
 
 
+def split_for_replicas(w: np.ndarray, num_replicas: int) -> list[np.ndarray]:
+    """Positions of a batch shared out over ``num_replicas`` parts without cutting a constraint.
+
+    ``w`` is the batch's B x B constraint submatrix. Samples linked (directly or through other samples of
+    the batch) stay in one part; the linked groups are dealt largest first to the smallest part, so the
+    parts are as equal as the groups allow. A part is empty only when the batch has fewer groups than
+    parts. Positions within a part keep their batch order.
+    """
+    num_groups, group = csgraph.connected_components(sparse.csr_matrix(w != 0), directed=False)
+    sizes = np.bincount(group, minlength=num_groups)
+    load = np.zeros(num_replicas, np.int64)
+    part_of_group = np.empty(num_groups, np.int64)
+    for g in np.argsort(-sizes, kind="stable"):
+        part_of_group[g] = np.argmin(load)
+        load[part_of_group[g]] += sizes[g]
+    part = part_of_group[group]
+    return [np.flatnonzero(part == r) for r in range(num_replicas)]
+
+
+def epoch_elements(x: np.ndarray, constraints: ConstraintSet, batch_size: int, rng: np.random.Generator,
+                   layout: str = "separate", num_replicas: int = 1) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The ``(x_batch, W_batch)`` of one epoch's batches (:func:`epoch_batches`).
+
+    With ``num_replicas`` R > 1 (for ``tf.distribute``, see :mod:`dcgmm_tf.distribute`) every batch comes as
+    R consecutive parts, one per replica (:func:`split_for_replicas`): no constraint between two samples of
+    the batch is cut, so the parts' W blocks hold all of the batch's constraints.
+    """
+    for idx in epoch_batches(len(x), constraints, batch_size, rng, layout):
+        w = constraints.submatrix(idx)
+        if num_replicas == 1:
+            yield x[idx], w
+            continue
+        for part in split_for_replicas(w, num_replicas):
+            yield x[idx[part]], w[np.ix_(part, part)]
+
+
 def constrained_dataset(x: np.ndarray, constraints: ConstraintSet | None = None, batch_size: int = 256,
-                        seed: int = 0, layout: str = "separate") -> tf.data.Dataset:
+                        seed: int = 0, layout: str = "separate", initial_epoch: int = 0) -> tf.data.Dataset:
     """A dataset of ``(x_batch, W_batch)`` for ``DCGMM.fit``; each iteration is one epoch.
 
     ``W_batch`` is the B x B submatrix of the constraint matrix for the batch's samples (see
     :func:`epoch_batches` for ``layout``). Every new iteration (epoch) draws a new order from
-    ``(seed, epoch number)``, so runs are reproducible.
+    ``(seed, epoch number)``, so runs are reproducible; epochs are numbered from ``initial_epoch`` (pass
+    ``fit``'s ``initial_epoch`` when resuming a run).
     """
-    x = np.asarray(x, np.float32)
+    x = validation.check_data(x)
     if constraints is None:
         constraints = ConstraintSet.empty(len(x))
     if constraints.num_samples != len(x):
@@ -69,13 +106,12 @@ def constrained_dataset(x: np.ndarray, constraints: ConstraintSet | None = None,
     if batch_size < 2:
         raise ValueError(f"batch_size must be at least 2, got {batch_size}")
     steps = len(epoch_batches(len(x), constraints, batch_size, np.random.default_rng(seed), layout))
-    epoch = [0]
+    epoch = [initial_epoch]
 
     def generate():
         rng = np.random.default_rng([seed, epoch[0]])
         epoch[0] += 1
-        for idx in epoch_batches(len(x), constraints, batch_size, rng, layout):
-            yield x[idx], constraints.submatrix(idx)
+        yield from epoch_elements(x, constraints, batch_size, rng, layout)
 
     signature = (tf.TensorSpec((None, *x.shape[1:]), tf.float32), tf.TensorSpec((None, None), tf.float32))
     dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)

@@ -1,0 +1,229 @@
+r"""Training throughput and efficiency of DC-GMM's default Fashion-MNIST network (784-500-500-2000-10).
+
+    nice -n 5 python -m bench.throughput                       # fp32, graph mode (the default)
+    nice -n 5 python -m bench.throughput --jit_compile         # XLA
+    nice -n 5 python -m bench.throughput --mixed_precision=bf16
+
+Everything is timed in one process, in interleaved rounds, so that a busy (shared) machine slows all variants
+alike; the ratios (efficiency, breakdown) are the robust numbers, the absolute ones depend on the load.
+
+- reference: plain matmuls of exactly the shapes the training step multiplies (forward, and for the backward pass
+  dW = X^T dY for every layer and dX = dY W^T for every layer but the first), nothing else.
+- step: one full training step (``DCGMM.train_step`` in a ``tf.function``, like ``fit`` runs it) with
+  :class:`dcgmm_tf.optimizers.FusedAdam`; ``step_keras_adam`` the same with ``keras.optimizers.Adam``.
+- efficiency = (step matmul FLOP / step time) / (reference FLOP / reference time) = reference time / step time.
+- breakdown: variants of the step (network forward only; forward + loss, with and without the pairwise term
+  of a pair batch; forward + loss + gradient), the optimizer update alone (Keras Adam, FusedAdam), the input
+  pipeline alone (one epoch of ``constrained_dataset``), and ``fit`` end to end on one epoch, from the
+  pipeline and from one batch held in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+flags.DEFINE_integer("batch_size", 256, "Batch size.")
+flags.DEFINE_integer("rounds", 12, "Interleaved timing rounds; the best (least disturbed) round counts.")
+flags.DEFINE_integer("calls", 8, "Calls per variant and round.")
+flags.DEFINE_boolean("jit_compile", False, "Compile the step variants with XLA.")
+flags.DEFINE_enum("mixed_precision", "off", ["off", "bf16", "fp16"], "Keras mixed-precision policy.")
+flags.DEFINE_integer("num_constraints", 6000, "Constraints drawn from the labels (for the pipeline and fit).")
+flags.DEFINE_boolean("fit", True, "Also time the input pipeline and fit on one epoch of Fashion-MNIST.")
+flags.DEFINE_integer("threads", 0, "TensorFlow intra- and inter-op threads (0: TensorFlow's default, all cores).")
+flags.DEFINE_enum("clock", "wall", ["wall", "cpu"],
+                  "wall: elapsed time; cpu: CPU time of the process (robust on a busy machine, use with --threads=1).")
+flags.DEFINE_string("output", None, "Append the results as one JSON line to this file.")
+
+POLICIES = {"off": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+
+
+def dense_shapes(model) -> list[tuple[int, int]]:
+    """(fan_in, fan_out) of every Dense kernel of the encoder and decoder, in call order."""
+    return [tuple(v.shape) for v in model.encoder.trainable_weights + model.decoder.trainable_weights
+            if len(v.shape) == 2]
+
+
+def step_matmuls(shapes: list[tuple[int, int]], batch: int, first_input: tuple[int, int]) -> list[tuple]:
+    """(m, k, n) of the matmuls of one training step: forward, dW for all layers, dX for all but ``first_input``."""
+    out = []
+    for fan_in, fan_out in shapes:
+        out.append((batch, fan_in, fan_out))  # Y = X W
+        out.append((fan_in, batch, fan_out))  # dW = X^T dY
+        if (fan_in, fan_out) != first_input:
+            out.append((batch, fan_out, fan_in))  # dX = dY W^T
+    return out
+
+
+def now() -> float:
+    """Seconds on the clock of --clock."""
+    return time.process_time() if FLAGS.clock == "cpu" else time.perf_counter()
+
+
+def time_calls(fn, args, calls: int) -> float:
+    """Seconds per call of ``fn(*args)`` (a tf.function: calls return when the work is done on CPU)."""
+    start = now()
+    for _ in range(calls):
+        fn(*args)
+    return (now() - start) / calls
+
+
+def machine() -> dict:
+    import keras
+    import tensorflow as tf
+
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+               platform.processor())
+    return {"cpu": cpu, "cores": os.cpu_count(), "load_1min": os.getloadavg()[0], "tensorflow": tf.__version__,
+            "keras": keras.__version__, "python": platform.python_version()}
+
+
+def main(argv):
+    del argv
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from dcgmm_tf import DCGMM, ConstraintSet
+    from dcgmm_tf.data import constrained_dataset, load_dataset
+    from dcgmm_tf.optimizers import FusedAdam
+
+    if FLAGS.threads:
+        tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
+    keras.mixed_precision.set_global_policy(POLICIES[FLAGS.mixed_precision])
+    keras.utils.set_random_seed(0)
+    data = load_dataset("fashion")
+    x_all, y_all = data.x_train.reshape(len(data.x_train), -1).astype(np.float32), data.y_train
+    batch = FLAGS.batch_size
+    model = DCGMM((784,), num_clusters=10, seed=0)
+    model.compile(optimizer=FusedAdam(1e-3))
+    keras_adam_model = DCGMM((784,), num_clusters=10, seed=0)
+    keras_adam_model.set_weights(model.get_weights())
+    keras_adam_model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    rng = np.random.default_rng(0)
+    x = tf.constant(x_all[rng.choice(len(x_all), batch, replace=False)])
+    # A pair batch as the "separate" layout builds it: B/2 must/cannot-link pairs, W = +-1e4 on the pairs.
+    w_np = np.zeros((batch, batch), np.float32)
+    half = np.arange(batch // 2)
+    w_np[half, half + batch // 2] = w_np[half + batch // 2, half] = rng.choice([-1e4, 1e4], batch // 2)
+    w = tf.constant(w_np)
+
+    jit = FLAGS.jit_compile
+
+    @tf.function(jit_compile=jit)
+    def forward_network(x):
+        z_mean, z_log_var = model.encoder(x, training=True)
+        return model.decoder(z_mean, training=True)
+
+    @tf.function(jit_compile=jit)
+    def forward_loss(x, w):
+        return model.compute_loss_terms(x, w, training=True)["loss"]
+
+    @tf.function(jit_compile=jit)
+    def forward_loss_without_pairwise(x):
+        return model.compute_loss_terms(x, None, training=True)["loss"]
+
+    @tf.function(jit_compile=jit)
+    def gradient(x, w):
+        with tf.GradientTape() as tape:
+            loss = model.compute_loss_terms(x, w, training=True)["loss"]
+        return tape.gradient(loss, model.trainable_variables)
+
+    train_step = tf.function(model.train_step, jit_compile=jit)
+    keras_adam_step = tf.function(keras_adam_model.train_step, jit_compile=jit)
+    # The optimizer update alone, on copies of the weights with fixed gradients.
+    copies = {name: [keras.Variable(v.numpy()) for v in model.trainable_variables] for name in ("keras", "fused")}
+    fixed_grads = [tf.random.normal(v.shape, stddev=1e-3) for v in model.trainable_variables]
+    optimizers = {"keras": keras.optimizers.Adam(1e-3), "fused": FusedAdam(1e-3)}
+    for name, optimizer in optimizers.items():
+        optimizer.build(copies[name])
+
+    @tf.function(jit_compile=jit)
+    def apply_keras_adam():
+        optimizers["keras"].apply(fixed_grads, copies["keras"])
+
+    @tf.function(jit_compile=jit)
+    def apply_fused_adam():
+        optimizers["fused"].apply(fixed_grads, copies["fused"])
+
+    shapes = dense_shapes(model)
+    matmuls = step_matmuls(shapes, batch, shapes[0])
+    step_flop = sum(2 * m * k * n for m, k, n in matmuls)
+    compute_dtype = tf.bfloat16 if FLAGS.mixed_precision == "bf16" else (
+        tf.float16 if FLAGS.mixed_precision == "fp16" else tf.float32)
+    operands = [(tf.random.normal((m, k), dtype=tf.float32), tf.random.normal((k, n), dtype=tf.float32))
+                for m, k, n in matmuls]
+    operands = [(tf.cast(a, compute_dtype), tf.cast(b, compute_dtype)) for a, b in operands]
+
+    @tf.function(jit_compile=jit)
+    def reference(operands):
+        return [tf.matmul(a, b) for a, b in operands]
+
+    variants = {"reference": (reference, (operands,)), "step": (train_step, ((x, w),)),
+                "step_keras_adam": (keras_adam_step, ((x, w),)), "forward_network": (forward_network, (x,)),
+                "forward_loss": (forward_loss, (x, w)), "forward_loss_without_pairwise": (forward_loss_without_pairwise, (x,)),
+                "forward_loss_gradient": (gradient, (x, w)), "apply_keras_adam": (apply_keras_adam, ()),
+                "apply_fused_adam": (apply_fused_adam, ())}
+    for fn, args in variants.values():  # trace and warm up
+        time_calls(fn, args, 3)
+    times = {name: [] for name in variants}
+    for _ in range(FLAGS.rounds):
+        for name, (fn, args) in variants.items():
+            times[name].append(time_calls(fn, args, FLAGS.calls))
+    # On a shared machine other processes only ever add time: the fastest round is the least disturbed one.
+    best = {name: float(np.min(t)) for name, t in times.items()}
+    result = {
+        "machine": machine(), "threads": FLAGS.threads, "clock": FLAGS.clock, "batch_size": batch,
+        "jit_compile": jit, "mixed_precision": FLAGS.mixed_precision,
+        "step_gflop": step_flop / 1e9, "ms": {k: round(1e3 * v, 3) for k, v in best.items()},
+        "ms_median": {k: round(1e3 * float(np.median(t)), 3) for k, t in times.items()},
+        "reference_gflops": step_flop / best["reference"] / 1e9, "step_gflops": step_flop / best["step"] / 1e9,
+        "efficiency": best["reference"] / best["step"],
+        "efficiency_median_of_rounds": float(np.median(np.array(times["reference"]) / np.array(times["step"]))),
+        "samples_per_s_step": batch / best["step"],
+    }
+
+    if FLAGS.fit:
+        constraints = ConstraintSet.from_labels(y_all, FLAGS.num_constraints, seed=0)
+        dataset = constrained_dataset(x_all, constraints, batch_size=batch, seed=0)
+        steps = int(dataset.cardinality())
+        start = now()
+        samples = sum(int(xb.shape[0]) for xb, _ in dataset)
+        pipeline = now() - start
+        model.compile(optimizer=FusedAdam(1e-3), jit_compile=jit)
+
+        class EpochTimer(keras.callbacks.Callback):
+            def on_epoch_begin(self, epoch, logs=None):
+                self.start = now()
+
+            def on_epoch_end(self, epoch, logs=None):
+                self.seconds = now() - self.start
+
+        timer = EpochTimer()
+        model.fit(dataset, epochs=2, verbose=0, callbacks=[timer])  # the second epoch is timed
+        fit_seconds = timer.seconds
+        # The same number of steps from tensors already in memory: fit without the generator pipeline.
+        in_memory = tf.data.Dataset.from_tensors((x, w)).repeat(steps)
+        model.fit(in_memory, epochs=2, verbose=0, callbacks=[timer])
+        result.update({
+            "epoch_steps": steps, "epoch_samples": samples,
+            "ms": {**result["ms"], "pipeline_per_batch": round(1e3 * pipeline / steps, 3),
+                   "fit_per_step": round(1e3 * fit_seconds / steps, 3),
+                   "fit_in_memory_per_step": round(1e3 * timer.seconds / steps, 3)},
+            "fit_epoch_s": fit_seconds, "samples_per_s_fit": samples / fit_seconds,
+            "pipeline_share_of_fit_step": pipeline / fit_seconds,
+        })
+    print(json.dumps(result, indent=1))
+    if FLAGS.output:
+        with open(FLAGS.output, "a") as f:
+            f.write(json.dumps(result) + "\n")
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,77 @@
+"""Training DC-GMM on several devices or machines with ``tf.distribute``.
+
+The pairwise term couples the samples of a constraint, so both ends of a pair must be on the same replica.
+:func:`distributed_constrained_dataset` builds every global batch exactly as on one device and shares it
+out over the replicas without cutting a constraint (the global W becomes block-diagonal, one block per
+replica); :meth:`DCGMM.train_step` weights each replica's loss by its share of the global batch, so the
+summed gradients are those of the global batch::
+
+    strategy = make_strategy("mirrored")
+    with strategy.scope():
+        model = DCGMM((784,), num_clusters=10)
+        model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    data, steps = distributed_constrained_dataset(strategy, x, constraints, batch_size=256)
+    model.fit(data, epochs=500, steps_per_epoch=steps)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from dcgmm_tf import validation
+from dcgmm_tf.constraints import ConstraintSet
+from dcgmm_tf.data.pipeline import constrained_dataset, epoch_elements
+
+STRATEGIES = ("default", "mirrored", "multiworker")
+
+
+def make_strategy(name: str = "default") -> tf.distribute.Strategy:
+    """``"default"`` (one device), ``"mirrored"`` (all local GPUs, else the CPU) or ``"multiworker"``.
+
+    ``"multiworker"`` is ``MultiWorkerMirroredStrategy``: the cluster and this worker's role come from the
+    ``TF_CONFIG`` environment variable (see docs/distributed.md); create it before any other TF operation.
+    """
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "mirrored":
+        return tf.distribute.MirroredStrategy()
+    if name == "multiworker":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    raise ValueError(f"strategy must be one of {STRATEGIES}, got {name!r}")
+
+
+def distributed_constrained_dataset(strategy: tf.distribute.Strategy, x: np.ndarray,
+                                    constraints: ConstraintSet | None = None, batch_size: int = 256, seed: int = 0,
+                                    layout: str = "separate", initial_epoch: int = 0
+                                    ) -> tuple[tf.distribute.DistributedDataset, int]:
+    """:func:`dcgmm_tf.data.constrained_dataset` for ``strategy``; returns the dataset and the steps per epoch.
+
+    ``batch_size`` is the global batch. The batches are those of one device (the same seed gives the same
+    epochs), each cut into ``strategy.num_replicas_in_sync`` parts that keep linked samples together
+    (:func:`dcgmm_tf.data.pipeline.split_for_replicas`). Every worker generates the same batches and takes its
+    own replicas' parts. The dataset runs through epochs ``initial_epoch, initial_epoch + 1, ...`` without
+    end, so pass the returned steps to ``fit(..., steps_per_epoch=steps)``.
+    """
+    steps = int(constrained_dataset(x, constraints, batch_size=batch_size, seed=seed, layout=layout).cardinality())
+    x = validation.check_data(x)
+    constraints = ConstraintSet.empty(len(x)) if constraints is None else constraints
+    num_replicas = strategy.num_replicas_in_sync
+    signature = (tf.TensorSpec((None, *x.shape[1:]), tf.float32), tf.TensorSpec((None, None), tf.float32))
+
+    def generate(epoch):
+        rng = np.random.default_rng([seed, int(epoch)])
+        yield from epoch_elements(x, constraints, batch_size, rng, layout, num_replicas)
+
+    def one_epoch(epoch):
+        return tf.data.Dataset.from_generator(generate, args=(epoch,), output_signature=signature)
+
+    def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
+        # The epoch number is part of the dataset (not of Python state), so every new iterator (Keras opens
+        # one to build the model) starts again at ``initial_epoch``. Elements are the replicas' parts in
+        # order; worker p of P takes parts p, p + P, ..., which tf.distribute hands to its replicas in turn.
+        epochs = tf.data.Dataset.range(initial_epoch, np.iinfo(np.int64).max)
+        return (epochs.flat_map(one_epoch).shard(context.num_input_pipelines, context.input_pipeline_id)
+                .prefetch(tf.data.AUTOTUNE))
+
+    return strategy.distribute_datasets_from_function(dataset_fn), steps

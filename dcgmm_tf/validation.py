@@ -1,0 +1,80 @@
+"""Checks of user data with error messages that say what is wrong and how to fix it.
+
+The public entry points (:func:`dcgmm_tf.pretrain`, :func:`dcgmm_tf.data.constrained_dataset`) and the
+experiment runners call these functions, so bad input fails early with a ``ValueError`` instead of a NaN
+loss many epochs later. Constraint files and data files are checked where they are read
+(:class:`dcgmm_tf.ConstraintSet`, :mod:`dcgmm_tf.data.datasets`).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+# Errors a command-line program reports as one line: bad input, a missing file, a diverged training.
+USER_ERRORS = (ValueError, FileNotFoundError, FloatingPointError)
+
+
+def check_data(x: Any, y: Any = None, *, num_clusters: int | None = None, likelihood: str | None = None,
+               sample_shape: Sequence[int] | None = None, name: str = "x") -> np.ndarray:
+    """Checks one split of the data and returns ``x`` as a float32 array.
+
+    ``x`` must be a non-empty numeric array of shape ``[N, *sample_shape]`` (rank >= 2) holding only finite
+    values, in ``[0, 1]`` for the Bernoulli likelihood; ``y``, if given, must hold N integer labels; N must be
+    at least ``num_clusters``.
+
+    Raises:
+      ValueError: naming the array, the problem and the fix.
+    """
+    array = np.asarray(x)
+    if array.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must be numeric, got dtype {array.dtype}.")
+    if array.ndim < 2:
+        raise ValueError(f"{name} must have shape [num_samples, num_features, ...] (rank >= 2), got shape "
+                         f"{array.shape}; reshape a single feature to x[:, None] or a single sample to x[None].")
+    if sample_shape is not None and array.shape[1:] != tuple(sample_shape):
+        raise ValueError(f"{name} has samples of shape {array.shape[1:]} but the model expects "
+                         f"{tuple(sample_shape)}; build the model with input_shape={array.shape[1:]}.")
+    if array.shape[0] == 0:
+        raise ValueError(f"{name} holds no samples (shape {array.shape}).")
+    array = array.astype(np.float32, copy=False)
+    finite = np.isfinite(array)
+    if not finite.all():
+        bad = np.argwhere(~finite)[0]
+        raise ValueError(f"{name} contains {int((~finite).sum())} NaN or infinite value(s), the first at index "
+                         f"{tuple(int(b) for b in bad)} ({array[tuple(bad)]}); remove or impute them.")
+    if likelihood == "bernoulli":
+        low, high = float(array.min()), float(array.max())
+        if low < 0 or high > 1:
+            raise ValueError(f"{name} has values in [{low:g}, {high:g}] but the Bernoulli likelihood needs data in "
+                             "[0, 1]: scale it (e.g. divide 8-bit pixels by 255) or use likelihood='gaussian'.")
+    if y is not None:
+        labels = np.asarray(y)
+        if labels.shape != (array.shape[0],):
+            raise ValueError(f"{name} has {array.shape[0]} samples but its labels have shape {labels.shape}; "
+                             f"expected ({array.shape[0]},), one label per sample.")
+        if labels.dtype.kind not in "iu":
+            raise ValueError(f"the labels of {name} must be integers, got dtype {labels.dtype}.")
+    if num_clusters is not None and array.shape[0] < num_clusters:
+        raise ValueError(f"{name} has {array.shape[0]} samples, fewer than the {num_clusters} clusters; use more "
+                         "samples or fewer clusters.")
+    return array
+
+
+def exit_on_user_error(main: Callable[[list[str]], Any]) -> Callable[[list[str]], Any]:
+    """Wraps the ``main`` of an absl program: a ``USER_ERRORS`` exception ends it with ``error: <message>``
+    on stderr and exit status 1, without a traceback (logged at debug level, e.g. with ``--verbosity=1``)."""
+
+    @functools.wraps(main)
+    def wrapped(argv: list[str]) -> Any:
+        try:
+            return main(argv)
+        except USER_ERRORS as e:
+            logging.debug("traceback of the error", exc_info=True)
+            sys.exit(f"error: {e}")
+
+    return wrapped

@@ -1,0 +1,93 @@
+r"""Figs. 4 and 5: 2-D PCA of the test embeddings mu(x), coloured by true label, VaDE next to DC-GMM.
+
+    python -m experiments.fig_embeddings --dataset=fashion --num_constraints=6000
+    python -m experiments.fig_embeddings --dataset=utkface_gender --architecture=vgg --vgg_filters=64,128 \
+        --latent_dim=50 --constraint_fraction=2 --epochs=1000 --lr_decay_epochs=50
+
+Trains VaDE (no constraints) and DC-GMM (--num_constraints) with run.py's flags, embeds the test split
+with each, and projects each embedding on its own first two principal components. Writes results.csv,
+embeddings.csv (method, pc1, pc2, label, cluster) and embeddings.png to --output_dir (default
+docs/figures/embeddings).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from absl import app, flags
+from sklearn.decomposition import PCA
+
+from experiments import fig_common
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list("methods", ["vade", "dcgmm"], "Methods whose embeddings are shown, left to right.")
+flags.DEFINE_float("constraint_fraction", 0.0,
+                   "If > 0, DC-GMM gets this many constraints per training sample (faces: 2, i.e. 2N) instead of "
+                   "--num_constraints.")
+
+FIGURE = "embeddings"
+
+
+def project(model, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first two principal components of the embeddings mu(x), and the predicted clusters."""
+    z = model.embed(x)
+    clusters = model.predict(x, batch_size=1024, verbose=0).argmax(-1)
+    return PCA(n_components=2).fit_transform(z), clusters
+
+
+def plot(frame: pd.DataFrame, scores: pd.DataFrame, path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    methods = list(dict.fromkeys(frame["method"]))
+    fig, axes = plt.subplots(1, len(methods), figsize=(4.6 * len(methods), 4.4), squeeze=False)
+    for ax, method in zip(axes[0], methods):
+        part = frame[frame["method"] == method]
+        points = ax.scatter(part["pc1"], part["pc2"], c=part["label"], cmap="tab10", s=3, alpha=0.6,
+                            rasterized=True)
+        score = scores[scores["method"] == method].iloc[-1]
+        ax.set_title(f"{fig_common.METHOD_NAMES.get(method, method)}: ACC {score['acc']:.2f}, NMI {score['nmi']:.2f}, "
+                     f"ARI {score['ari']:.2f}", fontsize=9)
+        ax.set_xlabel("PC 1")
+        ax.set_ylabel("PC 2")
+    handles, labels = points.legend_elements()
+    fig.legend(handles, labels, title="label", loc="center right", fontsize=8)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout(rect=(0, 0, 0.92, 1))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv):
+    del argv
+    from dcgmm_tf.data import load_dataset
+
+    data = load_dataset(FLAGS.dataset, FLAGS.data_dir, image_size=FLAGS.image_size)
+    methods = fig_common.available_methods(FLAGS.methods)
+    if FLAGS.constraint_fraction > 0:
+        FLAGS.num_constraints = int(round(FLAGS.constraint_fraction * fig_common.training_sample_count(data)))
+    rows = fig_common.sweep(data, [{"method": m} for m in methods], FIGURE)
+    x_test, y_test = fig_common.test_split(data, FLAGS.seed)
+    frames = []
+    for method in methods:
+        coords, clusters = project(fig_common.trained_model(data, method, FLAGS.seed, FIGURE), x_test)
+        frames.append(pd.DataFrame({"method": method, "pc1": coords[:, 0], "pc2": coords[:, 1],
+                                    "label": y_test, "cluster": clusters}))
+    frame = pd.concat(frames, ignore_index=True)
+    output_dir = Path(FLAGS.output_dir)
+    frame.to_csv(output_dir / "embeddings.csv", index=False, float_format="%.5g")
+    scores = rows[(rows["seed"] == FLAGS.seed) & (rows["epochs"] == FLAGS.epochs)]
+    plot(frame, scores, output_dir / f"{FIGURE}.png",
+         f"{data.name}: PCA of the test embeddings ({len(x_test)} samples, DC-GMM with "
+         f"{FLAGS.num_constraints} constraints)\n{fig_common.schedule_note()}")
+    print(scores[["method", "num_constraints", "acc", "nmi", "ari"]].to_string(index=False))
+
+
+if __name__ == "__main__":
+    fig_common.set_figure_defaults(FIGURE)
+    app.run(main)

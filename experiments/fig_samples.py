@@ -1,0 +1,109 @@
+r"""Appendix (generated faces): per cluster, the decoded cluster mean and samples from the cluster.
+
+    python -m experiments.fig_samples --dataset=fashion --num_constraints=6000
+    python -m experiments.fig_samples --dataset=fashion --model_path=results/embeddings/runs/.../model.keras
+
+Row k shows E[x | z = mu_k] and then E[x | z] for z ~ N(mu_k, sigma_k^2). Clusters are ordered by the true
+label they match best on the test split (Hungarian matching). Trains DC-GMM with run.py's flags unless
+--model_path names a saved model. Writes clusters.csv (cluster, matched label, test samples, purity),
+results.csv when it trains, and samples.png to --output_dir (default docs/figures/samples).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from absl import app, flags
+from scipy.optimize import linear_sum_assignment
+
+from experiments import fig_common
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("model_path", None, "A saved DC-GMM (.keras) to draw from instead of training one.")
+flags.DEFINE_integer("samples_per_cluster", 8, "Generated samples per cluster (columns after the mean).")
+
+FIGURE = "samples"
+
+
+def cluster_table(clusters: np.ndarray, labels: np.ndarray, num_clusters: int) -> pd.DataFrame:
+    """Per cluster: the true label matched to it (Hungarian), its test-sample count and its purity."""
+    num_labels = int(max(labels.max() + 1, num_clusters))
+    counts = np.zeros((num_clusters, num_labels), np.int64)
+    np.add.at(counts, (clusters, labels), 1)
+    rows, cols = linear_sum_assignment(-counts)
+    matched = dict(zip(rows, cols))
+    sizes = counts.sum(1)
+    table = pd.DataFrame({"cluster": np.arange(num_clusters),
+                          "matched_label": [matched[k] for k in range(num_clusters)],
+                          "test_samples": sizes,
+                          "purity": np.where(sizes > 0, counts.max(1) / np.maximum(sizes, 1), np.nan)})
+    return table.sort_values("matched_label", kind="stable").reset_index(drop=True)
+
+
+def generate(model, clusters: np.ndarray, samples_per_cluster: int, image_shape, seed: int) -> np.ndarray:
+    """Images [len(clusters), 1 + samples_per_cluster, H, W, C]: the decoded mean, then samples."""
+    rows = []
+    for k in clusters:
+        mean = np.asarray(model.decode_mean(model.cluster_means[int(k)][None]))
+        samples = model.sample(int(k), samples_per_cluster, seed=seed + int(k))
+        rows.append(np.concatenate([mean, samples]).reshape(-1, *image_shape))
+    return np.clip(np.stack(rows), 0.0, 1.0)
+
+
+def plot(images: np.ndarray, table: pd.DataFrame, path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    grid = fig_common.image_grid(images)
+    rows, cols, h, w, c = images.shape
+    fig, ax = plt.subplots(figsize=(0.8 * cols + 1.6, 0.8 * rows + 0.8))
+    ax.imshow(grid[..., 0] if c == 1 else grid, cmap="gray" if c == 1 else None, vmin=0, vmax=1)
+    ax.set_xticks([w / 2, w * (cols + 1) / 2], ["cluster mean", "samples from the cluster"], fontsize=8)
+    ax.set_yticks([h * (r + 0.5) for r in range(rows)],
+                  [f"cluster {k}: label {m} ({p:.0%})"
+                   for k, m, p in zip(table["cluster"], table["matched_label"], table["purity"])], fontsize=7)
+    ax.axvline(w - 0.5, color="red", linewidth=1)
+    ax.set_title(title, fontsize=8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
+def main(argv):
+    del argv
+    import keras
+
+    import dcgmm_tf  # noqa: F401  (registers the serializable classes)
+    from dcgmm_tf.data import load_dataset
+
+    data = load_dataset(FLAGS.dataset, FLAGS.data_dir, image_size=FLAGS.image_size)
+    if data.image_shape is None:
+        raise ValueError(f"{data.name} holds feature vectors, not images: there is nothing to draw")
+    if FLAGS.model_path:
+        model = keras.saving.load_model(FLAGS.model_path)
+        source = f"model {FLAGS.model_path}"
+    else:
+        fig_common.sweep(data, [{"method": "dcgmm"}], FIGURE)
+        model = fig_common.trained_model(data, "dcgmm", FLAGS.seed, FIGURE)
+        source = fig_common.schedule_note()
+    x_test, y_test = fig_common.test_split(data, FLAGS.seed)
+    if model.sample_shape != x_test.shape[1:]:
+        x_test = x_test.reshape(len(x_test), *model.sample_shape)
+    clusters = model.predict(x_test, batch_size=1024, verbose=0).argmax(-1)
+    table = cluster_table(clusters, y_test, model.num_clusters)
+    output_dir = Path(FLAGS.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    table.to_csv(output_dir / "clusters.csv", index=False, float_format="%.4f")
+    images = generate(model, table["cluster"].to_numpy(), FLAGS.samples_per_cluster, data.image_shape, FLAGS.seed)
+    plot(images, table, output_dir / f"{FIGURE}.png",
+         f"{data.name}: DC-GMM cluster means and samples\n{source}")
+    print(table.to_string(index=False))
+
+
+if __name__ == "__main__":
+    fig_common.set_figure_defaults(FIGURE)
+    app.run(main)

@@ -1,0 +1,93 @@
+"""Batching: every sample and pair once per epoch, pairs kept together, W_batch the right submatrix."""
+
+import numpy as np
+import pytest
+
+from dcgmm_tf import ConstraintSet
+from dcgmm_tf.data import constrained_dataset, epoch_batches
+
+
+@pytest.fixture
+def setup():
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, 500)
+    return labels, ConstraintSet.from_labels(labels, 150, alpha=5.0, seed=0)
+
+
+def _pairs_in(batch):
+    return {(min(a, b), max(a, b)) for a in batch for b in batch if a != b}
+
+
+@pytest.mark.parametrize("layout", ["separate", "spread"])
+def test_epoch_covers_every_sample_and_keeps_pairs_together(setup, layout):
+    labels, constraints = setup
+    batches = epoch_batches(len(labels), constraints, 32, np.random.default_rng(1), layout)
+    assert all(len(b) <= 32 for b in batches)
+    seen = np.concatenate(batches)
+    assert set(seen) == set(range(len(labels)))
+    together = set().union(*(_pairs_in(b) for b in batches))
+    assert all((i, j) in together for i, j in zip(constraints.i, constraints.j))
+
+
+def test_separate_layout_has_pair_batches_of_half_the_batch_size(setup):
+    labels, constraints = setup
+    batches = epoch_batches(len(labels), constraints, 32, np.random.default_rng(1), "separate")
+    data_batches = -(-len(labels) // 32)
+    pair_batches = -(-len(constraints) // 16)
+    assert len(batches) == data_batches + pair_batches
+    assert sum(len(b) for b in batches) == len(labels) + 2 * len(constraints)
+    for b in batches:  # a pair batch is [i_1..i_p, j_1..j_p] of p stored pairs
+        half = len(b) // 2
+        if len(b) % 2 == 0 and np.all(constraints.submatrix(b)[np.arange(half), np.arange(half) + half] != 0):
+            break
+    else:
+        pytest.fail("no batch made of constrained pairs")
+
+
+def test_spread_layout_fills_every_batch(setup):
+    labels, constraints = setup
+    batches = epoch_batches(len(labels), constraints, 32, np.random.default_rng(1), "spread")
+    assert all(len(b) == 32 for b in batches[:-1])
+    assert all(constraints.submatrix(b).any() for b in batches[:-1])
+
+
+def test_none_layout_and_bad_layout(setup):
+    labels, constraints = setup
+    assert len(epoch_batches(len(labels), constraints, 32, np.random.default_rng(1), "none")) == 16
+    with pytest.raises(ValueError, match="layout"):
+        epoch_batches(len(labels), constraints, 32, np.random.default_rng(1), "mixed")
+
+
+def test_dataset_yields_x_and_the_dense_submatrix(setup):
+    labels, constraints = setup
+    x = np.arange(len(labels), dtype=np.float32)[:, None] * np.ones((1, 3), np.float32)
+    dense = np.zeros((len(labels), len(labels)), np.float32)
+    dense[constraints.i, constraints.j] = constraints.weight
+    dense[constraints.j, constraints.i] = constraints.weight
+    dataset = constrained_dataset(x, constraints, batch_size=32, seed=3)
+    steps = 0
+    for xb, wb in dataset:
+        idx = xb.numpy()[:, 0].astype(int)  # x encodes the sample index
+        np.testing.assert_array_equal(wb.numpy(), dense[np.ix_(idx, idx)])
+        steps += 1
+    assert steps == int(dataset.cardinality())
+
+
+def test_epochs_differ_but_are_reproducible(setup):
+    labels, constraints = setup
+    x = np.arange(len(labels), dtype=np.float32)[:, None]
+
+    def first_batches(dataset):
+        return [next(iter(dataset))[0].numpy().ravel() for _ in range(2)]
+
+    a = first_batches(constrained_dataset(x, constraints, batch_size=32, seed=3))
+    b = first_batches(constrained_dataset(x, constraints, batch_size=32, seed=3))
+    assert not np.array_equal(a[0], a[1])  # a new order every epoch
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
+
+
+def test_dataset_rejects_mismatched_constraints(setup):
+    _, constraints = setup
+    with pytest.raises(ValueError, match="samples"):
+        constrained_dataset(np.zeros((10, 3), np.float32), constraints)

@@ -1,0 +1,276 @@
+"""Training health (finite losses, rollback on NaN), exact resume after a kill, determinism, skipping done runs."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+import pandas as pd
+import pytest
+from absl import flags
+
+from dcgmm_tf import DCGMM, ConstraintSet, MLPDecoder, MLPEncoder
+from dcgmm_tf.callbacks import NonFiniteLossGuard, TrainingBackup, trim_history
+from dcgmm_tf.data import constrained_dataset, load_dataset
+
+REPO = Path(__file__).resolve().parents[1]
+FLAGS = flags.FLAGS
+
+
+def small_model(num_clusters=2, seed=0, hidden=(64, 32)):
+    keras.utils.set_random_seed(seed)
+    return DCGMM((20,), num_clusters=num_clusters, seed=seed,
+                 encoder=MLPEncoder(2, hidden_units=hidden, name="encoder"),
+                 decoder=MLPDecoder(20, hidden_units=hidden[::-1], name="decoder"))
+
+
+def toy_data(n=256, seed=0):
+    """Vectors in [0, 1]^20 whose last 4 features reveal the binary label."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    x = np.empty((n, 20), np.float32)
+    x[:, :16] = 0.5 + rng.normal(0, 0.15, (n, 16))
+    x[:, 16:] = 0.05 + 0.9 * y[:, None] + rng.normal(0, 0.03, (n, 4))
+    return np.clip(x, 0, 1), y
+
+
+def weights_equal(a, b):
+    return len(a) == len(b) and all(np.array_equal(u, v) for u, v in zip(a, b))
+
+
+class Recorder(keras.callbacks.Callback):
+    """Keeps the weights at every epoch end and every batch's running loss."""
+
+    def __init__(self):
+        super().__init__()
+        self.weights, self.batch_losses = [], []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.batch_losses.append(logs["loss"])
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.weights.append(self.model.get_weights())
+
+
+class Poison(keras.callbacks.Callback):
+    """Sets the cluster means to NaN before batch 1 of epoch ``epoch``."""
+
+    def __init__(self, epoch):
+        super().__init__()
+        self.epoch, self.current = epoch, None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.current = epoch
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.current == self.epoch and batch == 1:
+            self.model.cluster_means.assign(np.full(self.model.cluster_means.shape, np.nan, np.float32))
+
+
+# ------------------------------------------------------- non-finite loss ---
+
+
+def test_guard_stops_and_rolls_back_to_last_good_state(tmp_path):
+    x, y = toy_data(128)
+    model = small_model()
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    data = constrained_dataset(x, ConstraintSet.from_labels(y, 50), batch_size=32)
+    steps_per_epoch = int(data.cardinality())
+    path = tmp_path / "good.weights.h5"
+    for bad_epoch in (0, 2):  # the second fit works only if the first restored the optimizer state too
+        start, start_step = model.get_weights(), int(model.optimizer.iterations)
+        guard, recorder = NonFiniteLossGuard(path), Recorder()
+        history = model.fit(data, epochs=5, callbacks=[Poison(bad_epoch), guard, recorder], verbose=0)
+        assert len(history.history["loss"]) == bad_epoch + 1  # stopped within the bad epoch
+        assert not np.isfinite(history.history["loss"][-1])
+        expected = start if bad_epoch == 0 else recorder.weights[bad_epoch - 1]
+        assert weights_equal(model.get_weights(), expected)
+        assert int(model.optimizer.iterations) == start_step + bad_epoch * steps_per_epoch
+        kept = "the start of training" if bad_epoch == 0 else f"the end of epoch {bad_epoch}"
+        assert (f"in epoch {bad_epoch + 1}, batch 2; training stopped and the model was reset to its weights "
+                f"at {kept}, saved to {path}") in guard.error
+        reloaded = small_model(seed=1)
+        reloaded.load_weights(path)
+        assert weights_equal(reloaded.get_weights(), expected)
+        assert [p.name for p in tmp_path.iterdir()] == ["good.weights.h5"]  # no temporary file left
+        with pytest.raises(FloatingPointError, match="Lower the learning rate"):
+            guard.raise_if_stopped()
+
+
+def test_loss_stays_finite_with_extreme_constraints():
+    """One model trained through all cases in turn (one traced train step keeps the test fast)."""
+    x, y = toy_data(256)
+    cases = {
+        "alpha=1": ConstraintSet.from_labels(y, 300, alpha=1.0),
+        "alpha=1e6": ConstraintSet.from_labels(y, 300, alpha=1e6),
+        "q=0.4": ConstraintSet.from_labels(y, 300, q=0.4),  # alpha = 1000 log(1.5)
+        # a must-link chain through all samples: one cluster holds everything, the others are empty
+        "empty cluster": ConstraintSet(np.arange(255), np.arange(1, 256), np.full(255, 1e4), 256),
+    }
+    model = small_model(num_clusters=3)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    for case, constraints in cases.items():
+        data = constrained_dataset(x, constraints, batch_size=64)
+        guard, recorder = NonFiniteLossGuard(), Recorder()
+        model.fit(data, epochs=4, callbacks=[guard, recorder], verbose=0)
+        assert guard.error is None, case
+        assert len(recorder.batch_losses) == 4 * int(data.cardinality()), case
+        assert np.all(np.isfinite(recorder.batch_losses)), case
+        variances = keras.ops.convert_to_numpy(model.cluster_variances)
+        assert np.all(np.isfinite(variances)) and variances.min() >= model.min_variance, case
+        probabilities = model.predict(x, verbose=0)
+        assert np.all(np.isfinite(probabilities)), case
+    assert len(np.unique(probabilities.argmax(-1))) < 3
+
+
+# ----------------------------------------------------------------- resume ---
+
+
+class Interrupt(keras.callbacks.Callback):
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == 2:
+            raise KeyboardInterrupt
+
+
+def test_backup_resumes_exactly(tmp_path):
+    x, y = toy_data(128)
+    constraints = ConstraintSet.from_labels(y, 60)
+
+    def data(initial_epoch):
+        return constrained_dataset(x, constraints, batch_size=32, seed=3, initial_epoch=initial_epoch)
+
+    reference = small_model()
+    reference.compile(optimizer=keras.optimizers.Adam(1e-3))
+    reference.fit(data(0), epochs=4, verbose=0)
+
+    model = small_model()
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    backup = TrainingBackup(tmp_path / "backup")
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(data(0), epochs=4, callbacks=[backup, Interrupt()], verbose=0)
+    assert [p.name for p in (tmp_path / "backup").iterdir()] == ["epoch-00002.npz"]
+    for variable in [*model.variables, *model.optimizer.variables]:  # as if in a new process
+        variable.assign(np.zeros(variable.shape, variable.dtype))
+    assert backup.restore(model) == 2
+    model.fit(data(2), epochs=4, initial_epoch=2, callbacks=[backup], verbose=0)
+    assert weights_equal(model.get_weights(), reference.get_weights())
+    assert not (tmp_path / "backup").exists()  # deleted when fit ends
+
+
+def test_backup_skips_unreadable_file_and_rejects_another_model(tmp_path):
+    model = small_model()
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    backup = TrainingBackup(tmp_path)
+    backup.set_model(model)
+    backup.on_epoch_end(4)
+    (tmp_path / "epoch-00009.npz").write_bytes(b"half a file")
+    assert backup.restore(model) == 5
+    other = small_model(hidden=(16,))
+    other.compile(optimizer=keras.optimizers.Adam(1e-3))
+    with pytest.raises(ValueError, match="different model"):
+        backup.restore(other)
+    assert TrainingBackup(tmp_path / "none").restore(model) == 0
+
+
+def test_trim_history(tmp_path):
+    path = tmp_path / "history.csv"
+    path.write_text("epoch,loss\n0,1.5\n1,1.2\n2,1.1\n")
+    trim_history(path, 2)
+    assert path.read_text() == "epoch,loss\n0,1.5\n1,1.2\n"
+    trim_history(tmp_path / "missing.csv", 2)
+    assert not (tmp_path / "missing.csv").exists()
+
+
+# -------------------------------------------------------- command line ---
+
+
+def cli_command(tmp_path, name):
+    return [sys.executable, "-m", "experiments.run", f"--dataset={tmp_path / 'toy.npz'}", "--epochs=6",
+            "--pretrain_epochs=1", "--num_constraints=300", "--latent_dim=2", "--batch_size=64",
+            "--eval_every=5", "--verbose=0", "--seed=3", f"--output_dir={tmp_path / name}",
+            f"--cache_dir={tmp_path / name / 'cache'}"]
+
+
+def history(out):
+    return pd.read_csv(out / "runs" / "dcgmm-toy-seed3" / "history.csv").drop(columns="elapsed_seconds")
+
+
+@pytest.fixture(name="cli_runs", scope="module")
+def fixture_cli_runs(tmp_path_factory):
+    """Two uninterrupted runs with the same seed (in parallel) and one killed after 2 epochs and restarted."""
+    tmp_path = tmp_path_factory.mktemp("cli")
+    x, y = toy_data(200)
+    x_test, y_test = toy_data(100, seed=1)
+    np.savez(tmp_path / "toy.npz", x_train=x, y_train=y, x_test=x_test, y_test=y_test)
+    procs = [subprocess.Popen(cli_command(tmp_path, name), cwd=REPO, stderr=subprocess.PIPE, text=True)
+             for name in ("a", "b", "killed")]
+    log = tmp_path / "killed" / "runs" / "dcgmm-toy-seed3" / "history.csv"
+    while procs[2].poll() is None and not (log.exists() and len(log.read_text().splitlines()) >= 3):
+        time.sleep(0.02)
+    os.kill(procs[2].pid, signal.SIGKILL)
+    procs[2].wait()
+    killed_epochs = len(pd.read_csv(log))
+    backups = list((tmp_path / "killed" / "runs" / "dcgmm-toy-seed3").glob("backup-*/epoch-*.npz"))
+    restarted = subprocess.run(cli_command(tmp_path, "killed"), cwd=REPO, capture_output=True, text=True,
+                               timeout=600)
+    for proc in procs[:2]:
+        assert proc.wait(timeout=600) == 0, proc.stderr.read()[-3000:]
+    assert restarted.returncode == 0, restarted.stderr[-3000:]
+    return tmp_path, killed_epochs, backups
+
+
+def test_same_seed_gives_same_results_row(cli_runs):
+    tmp_path, _, _ = cli_runs
+    a, b = (pd.read_csv(tmp_path / name / "results.csv") for name in "ab")
+    assert len(a) == len(b) == 1
+    pd.testing.assert_frame_equal(a.drop(columns="train_seconds"), b.drop(columns="train_seconds"))
+    pd.testing.assert_frame_equal(history(tmp_path / "a"), history(tmp_path / "b"))
+
+
+def test_killed_run_resumes_where_it_stopped(cli_runs):
+    tmp_path, killed_epochs, backups = cli_runs
+    assert 2 <= killed_epochs < 6 and backups  # it was killed mid-training, with a backup on disk
+    out = tmp_path / "killed"
+    rows = pd.read_csv(out / "results.csv")
+    assert len(rows) == 1
+    reference = pd.read_csv(tmp_path / "a" / "results.csv")
+    pd.testing.assert_frame_equal(rows.drop(columns="train_seconds"), reference.drop(columns="train_seconds"))
+    resumed = history(out)
+    assert resumed["epoch"].tolist() == list(range(6))  # one line per epoch, none lost or repeated
+    pd.testing.assert_frame_equal(resumed, history(tmp_path / "a"))
+    assert not list((out / "runs" / "dcgmm-toy-seed3").glob("backup-*"))
+
+
+def test_finished_runs_are_skipped(tmp_path, monkeypatch):
+    from experiments import results, run
+
+    x, y = toy_data(40)
+    np.savez(tmp_path / "toy.npz", x_train=x, y_train=y, x_test=x, y_test=y)
+    calls = []
+
+    def fake_run_once(data, seed, output_dir):
+        calls.append(seed)
+        return {"dataset": data.name, "method": "dcgmm", "seed": seed, "num_constraints": 10, "q": 0.0,
+                "alpha": 1e4, "epochs": 3, "acc": 0.5}
+
+    monkeypatch.setattr(run, "run_once", fake_run_once)
+    try:
+        FLAGS(["run", f"--dataset={tmp_path / 'toy.npz'}", f"--output_dir={tmp_path}", "--epochs=3",
+               "--runs=2", "--deterministic=false"])
+        results.append_row(tmp_path / "results.csv", {**fake_run_once(load_dataset(str(tmp_path / "toy.npz")), 0, None),
+                                                      "config": run.config_key()})
+        calls.clear()
+        run.main(["run"])
+        assert calls == [1]  # seed 0 was done already
+        run.main(["run"])
+        assert calls == [1]
+        FLAGS["batch_size"].value = 128  # another configuration: run again
+        run.main(["run"])
+        assert calls == [1, 0, 1]
+    finally:
+        FLAGS.unparse_flags()
+    assert len(pd.read_csv(tmp_path / "results.csv")) == 4

@@ -1,0 +1,134 @@
+"""results.csv survives concurrent writers and writers killed at any moment."""
+
+import csv
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from experiments import results
+
+REPO = Path(__file__).resolve().parents[1]
+# A writer process: appends rows (writer, k, payload, payload length) to argv[1] until it has written argv[3].
+WRITER = """
+import sys
+from experiments import results
+path, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+payload = name * 3000  # long rows: many pages per write
+for k in range(count):
+    results.append_row(path, {"writer": name, "k": k, "payload": payload, "length": len(payload)})
+    print(k, flush=True)
+"""
+
+
+def start_writer(path, name, count):
+    return subprocess.Popen([sys.executable, "-c", WRITER, str(path), name, str(count)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def check_rows(path):
+    """Every line of the CSV is a complete row; returns the rows."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for row in rows:
+        assert None not in row.values() and len(row["payload"]) == int(row["length"]), "partial row"
+        assert set(row["payload"]) == {row["writer"]}, "interleaved rows"
+    return rows
+
+
+def test_concurrent_writers_lose_no_rows(tmp_path):
+    path = tmp_path / "results.csv"
+    writers = [start_writer(path, name, 40) for name in "abcd"]
+    for writer in writers:
+        assert writer.wait(timeout=120) == 0, writer.stderr.read()
+    rows = check_rows(path)
+    assert len(rows) == 160
+    for name in "abcd":
+        assert [int(r["k"]) for r in rows if r["writer"] == name] == list(range(40))
+    assert path.read_text().count("writer,k,payload,length") == 1
+
+
+def test_killed_writers_leave_only_complete_rows(tmp_path):
+    path = tmp_path / "results.csv"
+    written = 0
+    for attempt, name in enumerate("xyz"):
+        writer = start_writer(path, name, 10**6)
+        for _ in range(20 + 15 * attempt):  # kill it at a different point each time
+            writer.stdout.readline()
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.wait()
+        rows = check_rows(path)
+        assert len(rows) >= written + 20
+        written = len(rows)
+    results.append_row(path, {"writer": "w", "k": 0, "payload": "w", "length": 1})
+    assert len(check_rows(path)) == written + 1
+
+
+def test_lock_of_a_killed_process_is_released(tmp_path):
+    path = tmp_path / "results.csv"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time\n"
+         "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\nfcntl.flock(fd, fcntl.LOCK_EX)\n"
+         "print('locked', flush=True)\ntime.sleep(600)", str(path)],
+        stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "locked"
+    fd = os.open(path, os.O_RDWR)
+    with pytest.raises(BlockingIOError):  # the lock is really held
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.close(fd)
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait()
+    start = time.monotonic()
+    results.append_row(path, {"a": 1})
+    assert time.monotonic() - start < 5
+    assert path.read_text() == "a\n1\n"
+
+
+def test_partial_last_line_does_not_swallow_the_next_row(tmp_path):
+    path = tmp_path / "results.csv"
+    results.append_row(path, {"a": 1, "b": 2})
+    with open(path, "a") as f:
+        f.write("3,")  # some other program died mid-line
+    results.append_row(path, {"b": 6, "a": 5})
+    assert path.read_text() == "a,b\n1,2\n3,\n5,6\n"
+
+
+def test_new_columns_are_refused(tmp_path):
+    results.append_row(tmp_path / "r.csv", {"a": 1})
+    with pytest.raises(ValueError, match="another --output_dir"):
+        results.append_row(tmp_path / "r.csv", {"a": 1, "b": 2})
+
+
+def test_has_row_and_config_key(tmp_path):
+    path = tmp_path / "r.csv"
+    assert not results.has_row(path, {"seed": 0})
+    results.append_row(path, {"method": "dcgmm", "seed": 3, "q": 0.1, "config": "abc"})
+    assert results.has_row(path, {"method": "dcgmm", "seed": 3, "config": "abc"})
+    assert results.has_row(path, {"q": 0.1})
+    assert not results.has_row(path, {"method": "dcgmm", "seed": 4, "config": "abc"})
+    assert not results.has_row(path, {"method": "vade", "seed": 3})
+    key = results.config_key({"b": 1, "a": [1, 2]})
+    assert key == results.config_key({"a": [1, 2], "b": 1}) and len(key) == 12
+    assert key != results.config_key({"b": 2, "a": [1, 2]})
+
+
+def test_write_csv_atomically(tmp_path):
+    frame = pd.DataFrame({"a": [1, 2]})
+    results.write_csv_atomically(frame, tmp_path / "s.csv")
+    assert (tmp_path / "s.csv").read_text() == "a\n1\n2\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["s.csv"]
+
+
+def test_summarise_groups_by_config():
+    rows = pd.DataFrame({"dataset": ["d"] * 3, "method": ["m"] * 3, "num_constraints": [5] * 3, "q": [0.0] * 3,
+                         "alpha": [1.0] * 3, "epochs": [2] * 3, "config": ["x", "x", "y"], "acc": [0.5, 0.7, 0.9]})
+    summary = results.summarise(rows)
+    assert summary["runs"].tolist() == [2, 1]
+    assert summary["acc_mean"].tolist() == pytest.approx([0.6, 0.9])
+    assert results.summarise(rows.drop(columns="config"))["runs"].tolist() == [3]
