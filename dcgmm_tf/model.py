@@ -11,7 +11,7 @@ import tensorflow as tf
 from dcgmm_tf import losses
 from dcgmm_tf.networks import MLPDecoder, MLPEncoder
 
-KL_ESTIMATORS = ("analytic", "sample")
+KL_ESTIMATORS = ("sample", "analytic")
 
 
 @keras.saving.register_keras_serializable(package="dcgmm_tf")
@@ -31,15 +31,16 @@ class DCGMM(keras.Model):
         decoder: layer mapping z to the parameters of p(x|z) (see :mod:`dcgmm_tf.networks`).
         num_mc_samples: L, Monte Carlo samples of z per x in the SGVB estimator.
         min_variance: floor of the cluster variances sigma_k^2.
-        kl_estimator: ``"analytic"`` (VaDE's estimator: Gaussian expectations over q(z|x) in closed form,
-            lower variance) or ``"sample"`` (the plain single-sample SGVB estimate of Appendix B.3).
+        kl_estimator: ``"sample"`` (the SGVB estimate of Appendix B.3, exact in expectation) or
+            ``"analytic"`` (VaDE's and the original code's: the Gaussian expectations over q(z|x) in
+            closed form, with p(c|z) taken at the sampled z).
         seed: seed of the reparameterisation noise.
     """
 
     def __init__(self, input_shape: Sequence[int], num_clusters: int = 10, latent_dim: int = 10,
                  likelihood: str = "bernoulli", encoder: keras.layers.Layer | None = None,
                  decoder: keras.layers.Layer | None = None, num_mc_samples: int = 1,
-                 min_variance: float = 1e-3, kl_estimator: str = "analytic", seed: int | None = None,
+                 min_variance: float = 1e-3, kl_estimator: str = "sample", seed: int | None = None,
                  **kwargs):
         super().__init__(**kwargs)
         if likelihood not in losses.LIKELIHOODS:
@@ -78,10 +79,13 @@ class DCGMM(keras.Model):
         if not self.decoder.built:
             self.decoder.build((None, self.latent_dim))
         # mu_k and sigma_k^2 = min_variance + exp(raw) (Eq. 1); pi_k = 1/K is fixed (Sec. 2.4).
+        # autocast=False: under mixed precision the mixture stays float32 (also inside ``call``).
         self.cluster_means = self.add_weight(shape=(self.num_clusters, self.latent_dim), name="cluster_means",
-                                             initializer=keras.initializers.RandomNormal(seed=self.seed))
+                                             initializer=keras.initializers.RandomNormal(seed=self.seed),
+                                             autocast=False)
         self.cluster_raw_variances = self.add_weight(shape=(self.num_clusters, self.latent_dim),
-                                                     name="cluster_raw_variances", initializer="zeros")
+                                                     name="cluster_raw_variances", initializer="zeros",
+                                                     autocast=False)
         self.built = True
 
     # ---- parameters -------------------------------------------------------------------------------
