@@ -3,7 +3,8 @@ r"""Evaluation cost against ``--eval_batch_size``: ``predict`` of p(c|x) on the 
     nice -n 5 python -m bench.eval_batch
 
 This is what ``ClusteringMetrics`` (every ``--eval_every`` epochs) and the final scoring run. Reports the best of
-``--repeats`` timings per batch size (the machine may be shared), next to the training epoch it competes with.
+``--repeats`` timings per batch size, in CPU seconds of the process with one TensorFlow thread (robust on a shared
+machine, comparable with ``bench.throughput --threads=1 --clock=cpu``).
 """
 
 from __future__ import annotations
@@ -22,22 +23,25 @@ flags.DEFINE_string("output", None, "Append the results as one JSON line to this
 def main(argv):
     del argv
     import numpy as np
+    import tensorflow as tf
 
-    from bench.throughput import machine
+    from bench.common import machine
     from dcgmm_tf import DCGMM
     from dcgmm_tf.data import load_dataset
 
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
     data = load_dataset("fashion")
     x_test = data.x_test.reshape(len(data.x_test), -1).astype(np.float32)
     model = DCGMM((784,), num_clusters=10, seed=0)
-    result = {"machine": machine(), "samples": len(x_test), "seconds": {}}
+    result = {"machine": machine(), "threads": 1, "clock": "cpu", "samples": len(x_test), "seconds": {}}
     for batch_size in (int(b) for b in FLAGS.batch_sizes):
         model.predict(x_test[:batch_size], batch_size=batch_size, verbose=0)  # trace
         times = []
         for _ in range(FLAGS.repeats):
-            start = time.perf_counter()
+            start = time.process_time()
             model.predict(x_test, batch_size=batch_size, verbose=0)
-            times.append(time.perf_counter() - start)
+            times.append(time.process_time() - start)
         result["seconds"][batch_size] = round(min(times), 3)
     print(json.dumps(result, indent=1))
     if FLAGS.output:

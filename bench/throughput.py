@@ -21,11 +21,11 @@ alike; the ratios (efficiency, breakdown) are the robust numbers, the absolute o
 from __future__ import annotations
 
 import json
-import os
-import platform
 import time
 
 from absl import app, flags
+
+from bench.common import machine
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("batch_size", 256, "Batch size.")
@@ -34,6 +34,7 @@ flags.DEFINE_integer("calls", 8, "Calls per variant and round.")
 flags.DEFINE_boolean("jit_compile", False, "Compile the step variants with XLA.")
 flags.DEFINE_enum("mixed_precision", "off", ["off", "bf16", "fp16"], "Keras mixed-precision policy.")
 flags.DEFINE_integer("num_constraints", 6000, "Constraints drawn from the labels (for the pipeline and fit).")
+flags.DEFINE_list("variants", [], "Time only these variants besides reference and step (default: all).")
 flags.DEFINE_boolean("fit", True, "Also time the input pipeline and fit on one epoch of Fashion-MNIST.")
 flags.DEFINE_integer("threads", 0, "TensorFlow intra- and inter-op threads (0: TensorFlow's default, all cores).")
 flags.DEFINE_enum("clock", "wall", ["wall", "cpu"],
@@ -71,16 +72,6 @@ def time_calls(fn, args, calls: int) -> float:
     for _ in range(calls):
         fn(*args)
     return (now() - start) / calls
-
-
-def machine() -> dict:
-    import keras
-    import tensorflow as tf
-
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor())
-    return {"cpu": cpu, "cores": os.cpu_count(), "load_1min": os.getloadavg()[0], "tensorflow": tf.__version__,
-            "keras": keras.__version__, "python": platform.python_version()}
 
 
 def main(argv):
@@ -167,9 +158,12 @@ def main(argv):
 
     variants = {"reference": (reference, (operands,)), "step": (train_step, ((x, w),)),
                 "step_keras_adam": (keras_adam_step, ((x, w),)), "forward_network": (forward_network, (x,)),
-                "forward_loss": (forward_loss, (x, w)), "forward_loss_without_pairwise": (forward_loss_without_pairwise, (x,)),
+                "forward_loss": (forward_loss, (x, w)),
+                "forward_loss_without_pairwise": (forward_loss_without_pairwise, (x,)),
                 "forward_loss_gradient": (gradient, (x, w)), "apply_keras_adam": (apply_keras_adam, ()),
                 "apply_fused_adam": (apply_fused_adam, ())}
+    if FLAGS.variants:
+        variants = {k: v for k, v in variants.items() if k in ("reference", "step", *FLAGS.variants)}
     for fn, args in variants.values():  # trace and warm up
         time_calls(fn, args, 3)
     times = {name: [] for name in variants}

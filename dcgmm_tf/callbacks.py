@@ -50,11 +50,12 @@ class ClusteringMetrics(keras.callbacks.Callback):
             logs[self.prefix + name] = value
 
 
-def save_atomically(path: Path, write: Callable[[Path], None]) -> None:
+def save_atomically(path: str | os.PathLike, write: Callable[[Path], None]) -> None:
     """Calls ``write(tmp)`` on a temporary file next to ``path``, then renames it to ``path``.
 
     A process killed at any moment leaves either the old file or the new one, never a partial file.
     """
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
     try:
@@ -116,8 +117,8 @@ class NonFiniteLossGuard(keras.callbacks.Callback):
         if self.checkpoint_path is not None:
             save_atomically(self.checkpoint_path, self.model.save_weights)
             self.error += f", saved to {self.checkpoint_path}"
-        self.error += (". Lower the learning rate, clip the gradients (e.g. --clipnorm=10) or lower the "
-                       "constraint weight alpha.")
+        self.error += (". Lower the learning rate, clip the gradients (global_clipnorm, --clipnorm in "
+                       "experiments/run.py) or lower the constraint weight alpha.")
         logging.error("%s", self.error)
 
     def on_epoch_end(self, epoch, logs=None):
@@ -193,9 +194,11 @@ class TrainingBackup(keras.callbacks.Callback):
             with open(tmp, "wb") as f:  # a file object: np.savez would append ".npz" to a name
                 np.savez(f, **arrays)
 
-        save_atomically(self.backup_dir / f"epoch-{epoch + 1:05d}.npz", write)
-        for _, old in self._backups()[1:]:
-            old.unlink(missing_ok=True)
+        path = self.backup_dir / f"epoch-{epoch + 1:05d}.npz"
+        save_atomically(path, write)
+        for _, old in self._backups():
+            if old != path:
+                old.unlink(missing_ok=True)
 
     def on_train_end(self, logs=None):
         shutil.rmtree(self.backup_dir, ignore_errors=True)

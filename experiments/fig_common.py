@@ -145,7 +145,7 @@ def trained_model(data, method: str, seed: int, figure: str):
     if not path.is_file():
         raise FileNotFoundError(f"no trained model at {path}; delete {FLAGS.output_dir}/results.csv to retrain "
                                 "or pass the --work_dir of the earlier run")
-    return keras.saving.load_model(path)
+    return keras.saving.load_model(path, compile=False)  # inference only
 
 
 def test_split(data, seed: int):

@@ -64,8 +64,9 @@ def plot(images: np.ndarray, table: pd.DataFrame, path: Path, title: str) -> Non
     ax.imshow(grid[..., 0] if c == 1 else grid, cmap="gray" if c == 1 else None, vmin=0, vmax=1)
     ax.set_xticks([w / 2, w * (cols + 1) / 2], ["cluster mean", "samples from the cluster"], fontsize=8)
     ax.set_yticks([h * (r + 0.5) for r in range(rows)],
-                  [f"cluster {k}: label {m} ({p:.0%})"
-                   for k, m, p in zip(table["cluster"], table["matched_label"], table["purity"])], fontsize=7)
+                  [f"cluster {k}: label {m} ({p:.0%})" if size else f"cluster {k}: empty on test"
+                   for k, m, p, size in zip(table["cluster"], table["matched_label"], table["purity"],
+                                            table["test_samples"])], fontsize=7)
     ax.axvline(w - 0.5, color="red", linewidth=1)
     ax.set_title(title, fontsize=8)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -84,7 +85,7 @@ def main(argv):
     if data.image_shape is None:
         raise ValueError(f"{data.name} holds feature vectors, not images: there is nothing to draw")
     if FLAGS.model_path:
-        model = keras.saving.load_model(FLAGS.model_path)
+        model = keras.saving.load_model(FLAGS.model_path, compile=False)  # inference only
         source = f"model {FLAGS.model_path}"
     else:
         fig_common.sweep(data, [{"method": "dcgmm"}], FIGURE)

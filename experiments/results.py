@@ -7,6 +7,7 @@ import fcntl
 import hashlib
 import io
 import json
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,8 +24,9 @@ def append_row(path: str | os.PathLike, row: dict) -> None:
     The row is written with a single ``write`` call on an ``O_APPEND`` descriptor and flushed to disk,
     so concurrent writers never interleave and a crash leaves at most the rows already written; the lock
     dies with its process. A last line without its newline (from another writer) is left alone and the
-    row starts on a new line.
-    New columns are not allowed in an existing file: they would shift the values under the old header.
+    row starts on a new line. In an existing file the row follows the file's header: columns the file does
+    not have are left out (with a warning) and columns the row does not have stay empty, so values never
+    shift under the wrong column and the row is never lost.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -40,12 +42,13 @@ def append_row(path: str | os.PathLike, row: dict) -> None:
         else:
             with open(path, newline="") as f:
                 columns = next(csv.reader(f))
-            if set(columns) != set(row):
-                raise ValueError(f"{path} has columns {columns}, the new row has {list(row)}; "
-                                 "write to another --output_dir")
+            dropped = [c for c in row if c not in columns]
+            if dropped:
+                logging.warning("%s has no column(s) %s: their values are not written (%s); use another "
+                                "--output_dir to keep them", path, dropped, {c: row[c] for c in dropped})
             if os.pread(fd, 1, size - 1) != b"\n":  # a partial line left by some other writer: start a new one
                 buffer.write("\n")
-        writer.writerow([row[c] for c in columns])
+        writer.writerow([row.get(c, "") for c in columns])
         os.write(fd, buffer.getvalue().encode())
         os.fsync(fd)
     finally:

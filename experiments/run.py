@@ -16,7 +16,8 @@ from absl import app, flags, logging
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("dataset", "fashion", "Data set name (fashion, mnist) or path to an .npz file.")
+flags.DEFINE_string("dataset", "fashion", "fashion, mnist, reuters, stl10, utkface_gender, utkface_ethnicity, a "
+                    "path to an .npz file, or an image folder / file,label CSV (see data/README.md).")
 flags.DEFINE_enum("method", "dcgmm", ["dcgmm", "vade", "pckmeans", "sdec", "cidec"],
                   "dcgmm, vade (= dcgmm without constraints), or a Table 1 baseline: pckmeans, sdec, cidec.")
 flags.DEFINE_integer("num_constraints", 6000, "Number of random pairwise constraints drawn from the labels.")
@@ -37,8 +38,8 @@ flags.DEFINE_float("lr_decay", 0.9, "Learning-rate decay factor.")
 flags.DEFINE_integer("lr_decay_epochs", 20, "Epochs between learning-rate decays.")
 flags.DEFINE_enum("layout", "separate", ["separate", "spread"],
                   "Where constraint pairs go: extra batches of B/2 pairs (paper) or spread over all batches.")
-flags.DEFINE_float("clipnorm", 0.0, "Clip each step's gradient to this global norm (0: no clipping).")
-flags.DEFINE_enum("kl_estimator", "analytic", ["analytic", "sample"],
+flags.DEFINE_float("clipnorm", 300.0, "Clip each step's gradient to this global norm (0: no clipping); see README.")
+flags.DEFINE_enum("kl_estimator", "sample", ["sample", "analytic"],
                   "Cluster KL estimator: closed-form Gaussian expectations (VaDE) or single-sample SGVB.")
 flags.DEFINE_integer("threads", 0, "TensorFlow intra-op threads (0: all cores).")
 flags.DEFINE_integer("latent_dim", 10, "Latent dimension D.")
@@ -144,6 +145,7 @@ def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir
                                     trim_history)
     from dcgmm_tf.data import constrained_dataset
     from dcgmm_tf.distribute import distributed_constrained_dataset
+    from dcgmm_tf.optimizers import FusedAdam
 
     x_train, _, x_test, y_test = splits
     model = make_model(data, x_train.shape[1:], num_clusters, seed)
@@ -174,8 +176,9 @@ def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir
         FLAGS.learning_rate, decay_steps=FLAGS.lr_decay_epochs * steps_per_epoch, decay_rate=FLAGS.lr_decay,
         staircase=True)
     with strategy.scope():
-        model.compile(optimizer=keras.optimizers.Adam(schedule, global_clipnorm=FLAGS.clipnorm or None),
+        model.compile(optimizer=FusedAdam(schedule, global_clipnorm=FLAGS.clipnorm or None),
                       jit_compile=FLAGS.jit_compile)
+        model.optimizer.build(model.trainable_variables)  # under the strategy, like the model's variables
     # A killed run restarted with the same flags resumes after its last finished epoch.
     backup = TrainingBackup(run_dir / f"backup-{config_key()}")
     initial_epoch = backup.restore(model)

@@ -4,8 +4,10 @@ r"""Run the Table 1 grid (data sets x methods x runs) and write it next to the p
         --output_dir=docs/results/table1 --overrides=pckmeans.epochs=100,sdec.epochs=30
 
 Every flag of ``experiments.run`` applies to all methods; ``--overrides`` sets a flag for one method only.
-A run whose row (data set, method, seed and configuration hash, as in ``experiments.run``) is already in
-``<output_dir>/results.csv`` is skipped, so an interrupted grid resumes. Writes ``table1.csv`` (long format) and ``table1.md`` (side by side) there.
+A run whose row is already in ``<output_dir>/results.csv`` is skipped, so an interrupted grid resumes; rows
+match on RUN_KEY (not on the ``config`` hash of all run.py flags, which changes whenever an unrelated default
+changes), so rows written by ``experiments.run`` count too. Writes ``table1.csv`` (long format) and
+``table1.md`` (side by side) there.
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ FLAGS = flags.FLAGS
 flags.DEFINE_list("datasets", ["fashion"], "Data sets of the grid.")
 flags.DEFINE_list("methods", ["vade", "pckmeans", "sdec", "cidec", "dcgmm"], "Methods of the grid.")
 flags.DEFINE_list("overrides", [], "Per-method flag values, as method.flag=value (e.g. sdec.epochs=30).")
+flags.DEFINE_boolean("table_only", False, "Only write the table from the finished runs; run nothing.")
 flags.DEFINE_string("paper_table", str(Path(__file__).with_name("paper_table1.csv")),
                     "The paper's Table 1 (columns dataset, metric, one per method).")
 
 PAPER_COLUMNS = {"vade": "VaDE", "pckmeans": "PCKmeans", "sdec": "SDEC", "cidec": "C-IDEC", "dcgmm": "DC-GMM"}
 PAPER_DATASETS = {"mnist": "mnist", "fashion_mnist": "fashion", "reuters": "reuters", "stl10": "stl10"}
 TABLE_METRICS = ("acc", "nmi", "ari")
+RUN_KEY = ("dataset", "method", "seed", "num_constraints", "q", "epochs")
 
 
 def parse_overrides(entries: list[str]) -> dict[str, dict[str, str]]:
@@ -119,17 +123,17 @@ def main(argv):
         for seed in range(FLAGS.seed, FLAGS.seed + FLAGS.runs):
             for method in FLAGS.methods:
                 with flag_values({"method": method, **overrides.get(method, {})}):
-                    key = {"dataset": data.name, "method": method, "seed": seed, "config": run.config_key()}
+                    num_constraints = 0 if method == "vade" else FLAGS.num_constraints
+                    key = dict(zip(RUN_KEY, (data.name, method, seed, num_constraints, FLAGS.q, FLAGS.epochs)))
                     wanted.append(key)
-                    if results.has_row(path, key):
-                        logging.info("skipping %s: already in %s", key, path)
+                    if FLAGS.table_only or results.has_row(path, key):
                         continue
-                    row = {**run.run_once(data, seed, output_dir), "config": key["config"]}
+                    row = {**run.run_once(data, seed, output_dir), "config": run.config_key()}
                     results.append_row(path, row)
                     logging.info("%s: %s", key, row)
-    rows = pd.read_csv(path, dtype={"config": str})
+    rows = results.read_rows(path).drop_duplicates(list(RUN_KEY))
     keys = pd.DataFrame(wanted)
-    table = make_table(keys.merge(rows, on=list(keys.columns)),
+    table = make_table(keys.merge(rows, on=list(RUN_KEY)),
                        pd.read_csv(FLAGS.paper_table, dtype=str, keep_default_na=False).replace("", pd.NA))
     table.to_csv(output_dir / "table1.csv", index=False)
     (output_dir / "table1.md").write_text(to_markdown(table))

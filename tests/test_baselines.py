@@ -171,20 +171,21 @@ def test_sdec_pair_gradient_reaches_the_encoder_and_constraints_help():
 
 def test_cidec_must_link_pulls_a_pair_together_and_cannot_link_pushes_one_apart():
     rng = np.random.default_rng(0)
-    x = np.concatenate([rng.normal(-2, 0.1, (20, 2)), rng.normal(2, 0.1, (20, 2))]).astype(np.float32)
-    keras.utils.set_random_seed(0)
-    autoencoder = StackedAutoencoder(2, latent_dim=2, hidden_units=(16, 16, 16))
-    model = CIDEC(autoencoder.encoder, autoencoder.decoder, 2)
-    model.compile(optimizer=keras.optimizers.Adam(1e-2))
-    model.initialize_centers(x)
-    before = model.predict(x, verbose=0).argmax(1)
-    far, near = (0, 39), (0, 1)  # across the two blobs; inside one blob
-    assert before[far[0]] != before[far[1]] and before[near[0]] == before[near[1]]
-    for key, pair in (("ml", far), ("cl", near)):
-        batch = {f"{key}_i": np.repeat(x[[pair[0]]], 64, 0), f"{key}_j": np.repeat(x[[pair[1]]], 64, 0)}
-        model.fit(batch, batch_size=8, epochs=5, verbose=0)
-    after = model.predict(x, verbose=0).argmax(1)
-    assert after[far[0]] == after[far[1]] and after[near[0]] != after[near[1]]
+    x = np.concatenate([rng.normal(-2, 0.5, (20, 2)), rng.normal(2, 0.5, (20, 2))]).astype(np.float32)
+    inside = ((x[:20, None] - x[None, :20]) ** 2).sum(-1)
+    far, near = (0, 39), np.unravel_index(inside.argmax(), inside.shape)  # across the blobs; inside one
+    for key, (i, j) in (("ml", far), ("cl", near)):
+        keras.utils.set_random_seed(0)
+        autoencoder = StackedAutoencoder(2, latent_dim=2, hidden_units=(16, 16, 16))
+        model = CIDEC(autoencoder.encoder, autoencoder.decoder, 2)
+        model.compile(optimizer=keras.optimizers.Adam(1e-2))
+        model.initialize_centers(x)
+        before = model.predict(x, verbose=0).argmax(1)
+        assert (before[i] == before[j]) == (key == "cl")
+        batch = {f"{key}_i": np.repeat(x[[i]], 64, 0), f"{key}_j": np.repeat(x[[j]], 64, 0)}
+        model.fit(batch, batch_size=16, epochs=20, verbose=0)
+        after = model.predict(x, verbose=0).argmax(1)
+        assert (after[i] == after[j]) == (key == "ml")
 
 
 def test_cidec_epoch_logs_all_losses_and_stops_at_tolerance():
@@ -217,3 +218,25 @@ def test_layerwise_pretraining_trains_every_layer_and_uses_the_cache(tmp_path):
     assert pretrain_layerwise(clone, x, layer_epochs=2, finetune_epochs=3, cache_path=cache)
     for a, b in zip(autoencoder.get_weights(), clone.get_weights()):
         np.testing.assert_array_equal(a, b)
+
+
+# ------------------------------------------------------------------------------------------ Table 1 runner
+def test_table1_puts_mean_and_std_next_to_the_paper():
+    import pandas as pd
+
+    from experiments import table1
+
+    rows = pd.DataFrame({"dataset": "fashion_mnist", "method": ["pckmeans", "pckmeans", "cidec"],
+                         "acc": [0.50, 0.60, 0.70], "nmi": 0.5, "ari": 0.4, "epochs": [100, 100, 10],
+                         "train_seconds": [10.0, 20.0, 30.0]})
+    paper = pd.read_csv(table1.flags.FLAGS["paper_table"].default, dtype=str)
+    table = table1.make_table(rows, paper).set_index(["method", "metric"])
+    assert table.at[("pckmeans", "acc"), "measured"] == "55.0±7.1"
+    assert table.at[("pckmeans", "acc"), "paper"] == "53.9±2.9"
+    assert table.at[("cidec", "ari"), "measured"] == "40.0" and table.at[("cidec", "ari"), "paper"] == "52.3±3.0"
+    markdown = table1.to_markdown(table.reset_index())
+    assert "| fashion_mnist | ACC | 55.0±7.1 | 53.9±2.9 | 70.0 | 68.1±3.0 |" in markdown
+    assert table1.parse_overrides(["sdec.epochs=30", "sdec.dec_tol=0.01"]) == {"sdec": {"epochs": "30",
+                                                                                   "dec_tol": "0.01"}}
+    with pytest.raises(ValueError, match="method.flag=value"):
+        table1.parse_overrides(["epochs=30"])

@@ -169,6 +169,8 @@ def test_backup_skips_unreadable_file_and_rejects_another_model(tmp_path):
     backup.on_epoch_end(4)
     (tmp_path / "epoch-00009.npz").write_bytes(b"half a file")
     assert backup.restore(model) == 5
+    backup.on_epoch_end(5)  # the new backup replaces all others, even a higher-numbered one
+    assert [p.name for p in tmp_path.iterdir()] == ["epoch-00006.npz"]
     other = small_model(hidden=(16,))
     other.compile(optimizer=keras.optimizers.Adam(1e-3))
     with pytest.raises(ValueError, match="different model"):

@@ -99,10 +99,13 @@ def test_partial_last_line_does_not_swallow_the_next_row(tmp_path):
     assert path.read_text() == "a,b\n1,2\n3,\n5,6\n"
 
 
-def test_new_columns_are_refused(tmp_path):
-    results.append_row(tmp_path / "r.csv", {"a": 1})
-    with pytest.raises(ValueError, match="another --output_dir"):
-        results.append_row(tmp_path / "r.csv", {"a": 1, "b": 2})
+def test_rows_follow_the_existing_header(tmp_path, caplog):
+    path = tmp_path / "r.csv"
+    results.append_row(path, {"a": 1, "b": 2})
+    results.append_row(path, {"b": 4, "c": 5, "a": 3})  # e.g. a file written before a column was added
+    assert "has no column(s) ['c']" in caplog.text
+    results.append_row(path, {"a": 6})
+    assert path.read_text() == "a,b\n1,2\n3,4\n6,\n"
 
 
 def test_has_row_and_config_key(tmp_path):

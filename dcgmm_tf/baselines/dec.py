@@ -17,6 +17,7 @@ log-probabilities too and stays finite and exact when ``s`` rounds to 1, with no
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import keras
 import numpy as np
@@ -137,13 +138,13 @@ class DECModel(keras.Model):
     Subclasses define the losses (``train_step``) and what one epoch trains on (``train_epoch``).
     """
 
+    loss_names: tuple[str, ...] = ("loss",)
+
     def __init__(self, encoder: keras.layers.Layer, num_clusters: int, alpha: float = 1.0, **kwargs):
         super().__init__(**kwargs)
         self.encoder = encoder
         self.clustering = ClusteringLayer(num_clusters, alpha, name="clustering")
         self.trackers = {name: keras.metrics.Mean(name=name) for name in self.loss_names}
-
-    loss_names: tuple[str, ...] = ("loss",)
 
     @property
     def metrics(self):
@@ -176,7 +177,8 @@ class DECModel(keras.Model):
         raise NotImplementedError
 
     def fit_clusters(self, x: np.ndarray, constraints: ConstraintSet, epochs: int, batch_size: int = 256,
-                     tol: float = 1e-3, seed: int = 0, callback=None) -> list[dict]:
+                     tol: float = 1e-3, seed: int = 0,
+                     callback: Callable[[int, dict], None] | None = None) -> list[dict]:
         """Alternate target refreshes and training epochs until ``tol`` or ``epochs``; returns one log per epoch.
 
         ``callback(epoch, log)``, if given, runs after each epoch (e.g. to evaluate on a test split).

@@ -76,8 +76,7 @@ def download_binaries(target_dir: str | os.PathLike) -> Path:
     target_dir = Path(target_dir)
     target_dir.mkdir(parents=True, exist_ok=True)
     keras.utils.get_file("stl10_binary.tar.gz", URL, cache_dir=str(target_dir), cache_subdir=".", extract=True)
-    found = find_binaries(target_dir) or next(
-        (p.parent for p in target_dir.rglob("train_X.bin")), None)
+    found = next((p.parent for p in target_dir.rglob("train_X.bin")), None)
     if found is None:
         raise FileNotFoundError(f"the STL-10 archive from {URL} did not contain train_X.bin")
     return found
