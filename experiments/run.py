@@ -92,6 +92,9 @@ for _name, _check, _rule in (
 flags.register_multi_flags_validator(
     ["jit_compile", "deterministic"], lambda f: not (f["jit_compile"] and f["deterministic"]),
     message="--jit_compile needs --nodeterministic: XLA has no deterministic mode.")
+flags.register_multi_flags_validator(
+    ["constraints_file", "max_train_samples"], lambda f: not (f["constraints_file"] and f["max_train_samples"]),
+    message="--constraints_file indexes the whole training split: it cannot be combined with --max_train_samples.")
 
 # Flags that do not change a run's results; all others make up its configuration (see config_key).
 NOT_CONFIG_FLAGS = ("seed", "runs", "output_dir", "cache_dir", "data_dir", "verbose", "threads", "eval_every",

@@ -121,9 +121,10 @@ def test_truncated_or_corrupt_npz(tmp_path):
     ("--alpha=0", "--alpha must be a finite number > 0"),
     ("--alpha=-3", "--alpha must be a finite number > 0"),
     ("--method=kmeans", "flag --method=kmeans: value should be one of <dcgmm|vade|"),
+    ("--constraints_file=c.csv --max_train_samples=100", "cannot be combined with --max_train_samples"),
 ])
 def test_bad_flags_exit_with_message(flag, message):
-    proc = subprocess.run([sys.executable, "-m", "experiments.run", flag], cwd=REPO, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "experiments.run", *flag.split()], cwd=REPO, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 1
     assert message in proc.stderr and "Traceback" not in proc.stderr
