@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 
@@ -15,3 +16,11 @@ def machine() -> dict:
                platform.processor())
     return {"cpu": cpu, "cores": os.cpu_count(), "load_1min": os.getloadavg()[0], "tensorflow": tf.__version__,
             "keras": keras.__version__, "python": platform.python_version()}
+
+
+def report(result: dict, output: str | None) -> None:
+    """Print ``result`` as JSON and, if ``output`` is given, append it to that file as one JSON line."""
+    print(json.dumps(result, indent=1))
+    if output:
+        with open(output, "a") as f:
+            f.write(json.dumps(result) + "\n")

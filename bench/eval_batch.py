@@ -9,7 +9,6 @@ machine, comparable with ``bench.throughput --threads=1 --clock=cpu``).
 
 from __future__ import annotations
 
-import json
 import time
 
 from absl import app, flags
@@ -25,7 +24,7 @@ def main(argv):
     import numpy as np
     import tensorflow as tf
 
-    from bench.common import machine
+    from bench.common import machine, report
     from dcgmm_tf import DCGMM
     from dcgmm_tf.data import load_dataset
 
@@ -43,10 +42,7 @@ def main(argv):
             model.predict(x_test, batch_size=batch_size, verbose=0)
             times.append(time.process_time() - start)
         result["seconds"][batch_size] = round(min(times), 3)
-    print(json.dumps(result, indent=1))
-    if FLAGS.output:
-        with open(FLAGS.output, "a") as f:
-            f.write(json.dumps(result) + "\n")
+    report(result, FLAGS.output)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ test images whose cluster changes against fp32, the largest change of p(c|x), an
 
 from __future__ import annotations
 
-import json
 
 from absl import app, flags
 
@@ -25,7 +24,7 @@ def main(argv):
     import keras
     import numpy as np
 
-    from bench.common import machine
+    from bench.common import machine, report
     from dcgmm_tf import DCGMM, metrics
     from dcgmm_tf.data import load_dataset
 
@@ -53,10 +52,7 @@ def main(argv):
             "acc": metrics.cluster_accuracy(data.y_test, clusters),
             "clusters_changed": float(np.mean(clusters != base.argmax(-1))),
             "max_probability_change": float(np.abs(probabilities - base).max()), "loss_terms": terms}
-    print(json.dumps(result, indent=1))
-    if FLAGS.output:
-        with open(FLAGS.output, "a") as f:
-            f.write(json.dumps(result) + "\n")
+    report(result, FLAGS.output)
 
 
 if __name__ == "__main__":

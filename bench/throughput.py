@@ -20,12 +20,11 @@ alike; the ratios (efficiency, breakdown) are the robust numbers, the absolute o
 
 from __future__ import annotations
 
-import json
 import time
 
 from absl import app, flags
 
-from bench.common import machine
+from bench.common import machine, report
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("batch_size", 256, "Batch size.")
@@ -213,10 +212,7 @@ def main(argv):
             "fit_epoch_s": fit_seconds, "samples_per_s_fit": samples / fit_seconds,
             "pipeline_share_of_fit_step": pipeline / fit_seconds,
         })
-    print(json.dumps(result, indent=1))
-    if FLAGS.output:
-        with open(FLAGS.output, "a") as f:
-            f.write(json.dumps(result) + "\n")
+    report(result, FLAGS.output)
 
 
 if __name__ == "__main__":

@@ -69,6 +69,30 @@ def fit_cluster_prior(model: DCGMM, x: np.ndarray, seed: int = 0) -> np.ndarray:
     return assignments
 
 
+def load_cached_weights(model: keras.Model, cache_path: str | os.PathLike | None) -> bool:
+    """Load ``cache_path`` (a ``.weights.h5`` file) into ``model`` if it exists; True when it did."""
+    if cache_path is None:
+        return False
+    cache_path = Path(cache_path)
+    if not cache_path.name.endswith(".weights.h5"):
+        raise ValueError(f"cache_path must end in .weights.h5, got {cache_path}")
+    if not cache_path.exists():
+        return False
+    model.load_weights(cache_path)
+    return True
+
+
+def save_cached_weights(model: keras.Model, cache_path: str | os.PathLike | None) -> None:
+    """Write ``model``'s weights to ``cache_path`` atomically (a temporary file, then a rename)."""
+    if cache_path is None:
+        return
+    cache_path = Path(cache_path)
+    cache_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache_path.with_name(f".tmp-{os.getpid()}-{cache_path.name}")
+    model.save_weights(tmp)
+    os.replace(tmp, cache_path)
+
+
 def pretrain(model: DCGMM, x: np.ndarray, *, epochs: int = 10, batch_size: int = 256,
              learning_rate: float = 1e-3, seed: int = 0, cache_path: str | os.PathLike | None = None,
              verbose: int | str = "auto") -> bool:
@@ -79,19 +103,10 @@ def pretrain(model: DCGMM, x: np.ndarray, *, epochs: int = 10, batch_size: int =
     """
     x = validation.check_data(x, num_clusters=model.num_clusters, likelihood=model.likelihood,
                               sample_shape=model.sample_shape)
-    if cache_path is not None:
-        cache_path = Path(cache_path)
-        if not cache_path.name.endswith(".weights.h5"):
-            raise ValueError(f"cache_path must end in .weights.h5, got {cache_path}")
-        if cache_path.exists():
-            model.load_weights(cache_path)
-            return True
+    if load_cached_weights(model, cache_path):
+        return True
     pretrain_autoencoder(model, x, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
                          seed=seed, verbose=verbose)
     fit_cluster_prior(model, x, seed=seed)
-    if cache_path is not None:
-        cache_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_path.with_name(f".tmp-{os.getpid()}-{cache_path.name}")
-        model.save_weights(tmp)
-        os.replace(tmp, cache_path)
+    save_cached_weights(model, cache_path)
     return False

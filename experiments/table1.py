@@ -131,9 +131,11 @@ def main(argv):
                     row = {**run.run_once(data, seed, output_dir), "config": run.config_key()}
                     results.append_row(path, row)
                     logging.info("%s: %s", key, row)
-    rows = results.read_rows(path).drop_duplicates(list(RUN_KEY))
+    rows = results.read_rows(path)
+    if rows.empty:
+        raise app.UsageError(f"no finished runs in {path}")
     keys = pd.DataFrame(wanted)
-    table = make_table(keys.merge(rows, on=list(RUN_KEY)),
+    table = make_table(keys.merge(rows.drop_duplicates(list(RUN_KEY)), on=list(RUN_KEY)),
                        pd.read_csv(FLAGS.paper_table, dtype=str, keep_default_na=False).replace("", pd.NA))
     table.to_csv(output_dir / "table1.csv", index=False)
     (output_dir / "table1.md").write_text(to_markdown(table))

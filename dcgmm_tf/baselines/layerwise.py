@@ -7,13 +7,13 @@ the input) on the previous layer's output; the whole autoencoder is then fine-tu
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Sequence
 
 import keras
 import numpy as np
 
 from dcgmm_tf.networks import PAPER_HIDDEN_UNITS
+from dcgmm_tf.pretraining import load_cached_weights, save_cached_weights
 
 
 @keras.saving.register_keras_serializable(package="dcgmm_tf")
@@ -59,13 +59,8 @@ def pretrain_layerwise(autoencoder: StackedAutoencoder, x: np.ndarray, *, layer_
     """
     if layer_epochs < 0 or finetune_epochs < 0:
         raise ValueError(f"epochs must be >= 0, got {layer_epochs} and {finetune_epochs}")
-    if cache_path is not None:
-        cache_path = Path(cache_path)
-        if not cache_path.name.endswith(".weights.h5"):
-            raise ValueError(f"cache_path must end in .weights.h5, got {cache_path}")
-        if cache_path.exists():
-            autoencoder.load_weights(cache_path)
-            return True
+    if load_cached_weights(autoencoder, cache_path):
+        return True
     h = np.asarray(x, np.float32)
     if layer_epochs:
         for encode, decode in zip(autoencoder.encoder.layers, autoencoder.decoder.layers[::-1]):
@@ -76,9 +71,5 @@ def pretrain_layerwise(autoencoder: StackedAutoencoder, x: np.ndarray, *, layer_
     if finetune_epochs:
         autoencoder.compile(optimizer=keras.optimizers.Adam(learning_rate), loss="mse")
         autoencoder.fit(x, x, batch_size=batch_size, epochs=finetune_epochs, shuffle=True, verbose=verbose)
-    if cache_path is not None:
-        cache_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_path.with_name(f".tmp-{os.getpid()}-{cache_path.name}")
-        autoencoder.save_weights(tmp)
-        os.replace(tmp, cache_path)
+    save_cached_weights(autoencoder, cache_path)
     return False

@@ -77,6 +77,8 @@ class PCKMeans:
             raise ValueError(f"num_clusters must be >= 1, got {num_clusters}")
         if weight < 0:
             raise ValueError(f"weight must be >= 0, got {weight}")
+        if max_iter < 1:
+            raise ValueError(f"max_iter must be >= 1, got {max_iter}")
         self.num_clusters, self.weight, self.max_iter, self.seed = int(num_clusters), float(weight), max_iter, seed
 
     def _initial_centroids(self, x: np.ndarray, constraints: ConstraintSet, rng: np.random.Generator) -> np.ndarray:
