@@ -7,18 +7,11 @@ import numpy as np
 import pytest
 
 from dcgmm_tf.constraints import LINK_TYPES, ConstraintSet, default_alpha
+from tests.helpers import dense_matrix
 
 
 def _pairs(constraints):
     return set(zip(constraints.i.tolist(), constraints.j.tolist()))
-
-
-def _dense(constraints):
-    n = constraints.num_samples
-    w = np.zeros((n, n), np.float32)
-    w[constraints.i, constraints.j] = constraints.weight
-    w[constraints.j, constraints.i] = constraints.weight
-    return w
 
 
 # ----------------------------------------------------------------- alpha ---
@@ -346,7 +339,7 @@ def test_submatrix_matches_dense_reference(seed):
     key = np.minimum(i, j) * n + np.maximum(i, j)
     keep &= np.isin(np.arange(200), np.unique(key, return_index=True)[1])
     c = ConstraintSet(i[keep], j[keep], w[keep], n)
-    dense = _dense(c)
+    dense = dense_matrix(c)
     indices = rng.integers(0, n, 40)  # 40 draws from 30 samples: repeats.
     sub = c.submatrix(indices)
     assert sub.dtype == np.float32 and sub.shape == (40, 40)

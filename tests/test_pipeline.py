@@ -5,6 +5,7 @@ import pytest
 
 from dcgmm_tf import ConstraintSet
 from dcgmm_tf.data import constrained_dataset, epoch_batches
+from tests.helpers import dense_matrix
 
 
 @pytest.fixture
@@ -61,9 +62,7 @@ def test_none_layout_and_bad_layout(setup):
 def test_dataset_yields_x_and_the_dense_submatrix(setup):
     labels, constraints = setup
     x = np.arange(len(labels), dtype=np.float32)[:, None] * np.ones((1, 3), np.float32)
-    dense = np.zeros((len(labels), len(labels)), np.float32)
-    dense[constraints.i, constraints.j] = constraints.weight
-    dense[constraints.j, constraints.i] = constraints.weight
+    dense = dense_matrix(constraints)
     dataset = constrained_dataset(x, constraints, batch_size=32, seed=3)
     steps = 0
     for xb, wb in dataset:

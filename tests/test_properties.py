@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dcgmm_tf.constraints import ConstraintSet
+from tests.helpers import dense_matrix
 
 SETTINGS = settings(max_examples=60, deadline=None)
 
@@ -34,14 +35,6 @@ def constraint_sets(draw, consistent=False):
     return ConstraintSet(i, j, w, n)
 
 
-def dense(constraints):
-    n = constraints.num_samples
-    w = np.zeros((n, n), np.float32)
-    w[constraints.i, constraints.j] = constraints.weight
-    w[constraints.j, constraints.i] = constraints.weight
-    return w
-
-
 def as_dict(constraints):
     return dict(zip(zip(constraints.i.tolist(), constraints.j.tolist()), constraints.weight.tolist()))
 
@@ -54,7 +47,7 @@ def test_symmetry(c):
     assert np.all(np.diff(keys) > 0)  # sorted, one entry per pair
     adjacency = c.adjacency.toarray()
     np.testing.assert_array_equal(adjacency, adjacency.T)
-    np.testing.assert_array_equal(adjacency, dense(c))
+    np.testing.assert_array_equal(adjacency, dense_matrix(c))
     swapped = ConstraintSet(c.j, c.i, c.weight, c.num_samples)
     assert as_dict(swapped) == as_dict(c)
 
@@ -85,4 +78,4 @@ def test_csv_round_trip(c):
 @given(constraint_sets(), st.data())
 def test_submatrix_equals_dense_computation(c, data):
     indices = np.array(data.draw(st.lists(st.integers(0, c.num_samples - 1), max_size=20)), np.int64)
-    np.testing.assert_array_equal(c.submatrix(indices), dense(c)[np.ix_(indices, indices)])
+    np.testing.assert_array_equal(c.submatrix(indices), dense_matrix(c)[np.ix_(indices, indices)])
