@@ -32,6 +32,8 @@ flags.DEFINE_integer("epochs", 500, "Training epochs (paper: 1000 for MNIST, 500
                      "maximum clustering epochs, for pckmeans the maximum iterations.")
 flags.DEFINE_integer("pretrain_epochs", 10, "Autoencoder pretraining epochs.")
 flags.DEFINE_integer("pretrain_batch_size", 256, "Autoencoder pretraining batch size.")
+flags.DEFINE_integer("pretrain_seed", -1, "Seed of the pretraining (initial weights, autoencoder, GMM); -1: the run's "
+                     "seed. Fixing it starts every run from the same pretrained model, as the paper's code does.")
 flags.DEFINE_integer("batch_size", 256, "Training batch size.")
 flags.DEFINE_float("learning_rate", 1e-3, "Initial Adam learning rate.")
 flags.DEFINE_float("lr_decay", 0.9, "Learning-rate decay factor.")
@@ -79,7 +81,8 @@ flags.DEFINE_enum("strategy", "default", ["default", "mirrored", "multiworker"],
 for _name, _check, _rule in (
         ("epochs", lambda v: v >= 1, "at least 1"), ("batch_size", lambda v: v >= 2, "at least 2"),
         ("runs", lambda v: v >= 1, "at least 1"), ("pretrain_epochs", lambda v: v >= 0, "at least 0"),
-        ("pretrain_batch_size", lambda v: v >= 1, "at least 1"), ("num_constraints", lambda v: v >= 0, "at least 0"),
+        ("pretrain_batch_size", lambda v: v >= 1, "at least 1"),
+        ("pretrain_seed", lambda v: v >= -1, "-1 (the run's seed) or a seed >= 0"), ("num_constraints", lambda v: v >= 0, "at least 0"),
         ("q", lambda v: 0 <= v < 0.5, "in [0, 0.5): the probability that a constraint is wrong"),
         ("alpha", lambda v: v is None or 0 < v < float("inf"), "a finite number > 0 (or unset for the default)"),
         ("learning_rate", lambda v: v > 0, "> 0"), ("lr_decay", lambda v: 0 < v <= 1, "in (0, 1]"),
@@ -142,6 +145,7 @@ def make_model(data, input_shape, num_clusters: int, seed: int):
 def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir: Path):
     """Pretrain (cached), then train DC-GMM; returns the model and the pretrained GMM's test accuracy."""
     import keras
+    import numpy as np
 
     from dcgmm_tf import metrics, pretrain
     from dcgmm_tf.callbacks import (ClusteringMetrics, NonFiniteLossGuard, TrainingBackup, save_atomically,
@@ -151,17 +155,24 @@ def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir
     from dcgmm_tf.optimizers import FusedAdam
 
     x_train, _, x_test, y_test = splits
-    model = make_model(data, x_train.shape[1:], num_clusters, seed)
+    pretrain_seed = seed if FLAGS.pretrain_seed < 0 else FLAGS.pretrain_seed
+    keras.utils.set_random_seed(pretrain_seed)  # initial weights and pretraining
+    model = make_model(data, x_train.shape[1:], num_clusters, pretrain_seed)
     config = model.get_config()  # what the pretrained weights depend on:
     architecture = {k: config[k] for k in ("encoder", "decoder", "num_clusters", "min_variance", "seed")}
     architecture.update(pretrain_epochs=FLAGS.pretrain_epochs, pretrain_batch_size=FLAGS.pretrain_batch_size,
-                        n=len(x_train))
+                        data=hashlib.sha1(np.ascontiguousarray(x_train).tobytes()).hexdigest())
     key = hashlib.sha1(json.dumps(architecture, sort_keys=True, default=str).encode()).hexdigest()[:12]
     cache_dir = Path(FLAGS.cache_dir) if FLAGS.cache_dir else REPO / "data" / "cache"
-    cache = cache_dir / f"pretrain-{data.name}-seed{seed}-{key}.weights.h5"
+    cache = cache_dir / f"pretrain-{data.name}-seed{pretrain_seed}-{key}.weights.h5"
     cached = pretrain(model, x_train, epochs=FLAGS.pretrain_epochs, batch_size=FLAGS.pretrain_batch_size,
-                      seed=seed, cache_path=cache, verbose=FLAGS.verbose)
+                      seed=pretrain_seed, cache_path=cache, verbose=FLAGS.verbose)
     logging.info("pretrained weights %s %s", "loaded from" if cached else "saved to", cache)
+    if pretrain_seed != seed:  # the training itself (sampling, batches) follows the run's seed
+        keras.utils.set_random_seed(seed)
+        pretrained = model
+        model = make_model(data, x_train.shape[1:], num_clusters, seed)
+        model.set_weights(pretrained.get_weights())
     pretrain_acc = metrics.cluster_accuracy(
         y_test, model.predict(x_test, batch_size=FLAGS.eval_batch_size, verbose=0).argmax(-1))
     logging.info("test ACC of the pretrained GMM: %.4f", pretrain_acc)

@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -40,3 +41,23 @@ def test_cli_writes_results_summary_history_and_model(tmp_path):
     assert len(history) == 2 and {"loss", "reconstruction", "cluster_kl", "constraint", "test_acc"} <= set(history)
     assert (run_dir / "model.keras").exists() and (run_dir / "tensorboard").is_dir()
     assert len(list((tmp_path / "cache").glob("*.weights.h5"))) == 2
+
+
+
+def test_cli_pretrain_seed_shares_one_pretrained_model_across_runs(tmp_path):
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 300)
+    x = np.clip(0.5 + 0.4 * (y[:, None] - 0.5) * np.ones((1, 12)) + rng.normal(0, 0.1, (300, 12)), 0, 1)
+    np.savez(tmp_path / "toy.npz", x_train=x[:200].astype(np.float32), y_train=y[:200],
+             x_test=x[200:].astype(np.float32), y_test=y[200:])
+    cmd = [sys.executable, "-m", "experiments.run", f"--dataset={tmp_path / 'toy.npz'}", "--epochs=1",
+           "--pretrain_epochs=1", "--num_constraints=50", "--latent_dim=2", "--batch_size=32", "--verbose=0",
+           "--runs=2", "--seed=5", "--pretrain_seed=3", f"--output_dir={tmp_path / 'out'}",
+           f"--cache_dir={tmp_path / 'cache'}"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    caches = list((tmp_path / "cache").glob("*.weights.h5"))
+    assert len(caches) == 1 and "-seed3-" in caches[0].name
+    rows = pd.read_csv(tmp_path / "out" / "results.csv")
+    assert list(rows["seed"]) == [5, 6]
+    assert rows["pretrain_acc"].nunique() == 1  # both runs start from the same pretrained GMM
