@@ -35,6 +35,7 @@ flags.DEFINE_enum("mixed_precision", "off", ["off", "bf16", "fp16"], "Keras mixe
 flags.DEFINE_integer("num_constraints", 6000, "Constraints drawn from the labels (for the pipeline and fit).")
 flags.DEFINE_list("variants", [], "Time only these variants besides reference and step (default: all).")
 flags.DEFINE_boolean("fit", True, "Also time the input pipeline and fit on one epoch of Fashion-MNIST.")
+flags.DEFINE_integer("steps_per_execution", 1, "Training steps per compiled call in the fit timings.")
 flags.DEFINE_integer("threads", 0, "TensorFlow intra- and inter-op threads (0: TensorFlow's default, all cores).")
 flags.DEFINE_enum("clock", "wall", ["wall", "cpu"],
                   "wall: elapsed time; cpu: CPU time of the process (robust on a busy machine, use with --threads=1).")
@@ -189,7 +190,7 @@ def main(argv):
         start = now()
         samples = sum(int(xb.shape[0]) for xb, _ in dataset)
         pipeline = now() - start
-        model.compile(optimizer=FusedAdam(1e-3), jit_compile=jit)
+        model.compile(optimizer=FusedAdam(1e-3), jit_compile=jit, steps_per_execution=FLAGS.steps_per_execution)
 
         class EpochTimer(keras.callbacks.Callback):
             def on_epoch_begin(self, epoch, logs=None):
@@ -205,7 +206,7 @@ def main(argv):
         in_memory = tf.data.Dataset.from_tensors((x, w)).repeat(steps)
         model.fit(in_memory, epochs=2, verbose=0, callbacks=[timer])
         result.update({
-            "epoch_steps": steps, "epoch_samples": samples,
+            "epoch_steps": steps, "epoch_samples": samples, "steps_per_execution": FLAGS.steps_per_execution,
             "ms": {**result["ms"], "pipeline_per_batch": round(1e3 * pipeline / steps, 3),
                    "fit_per_step": round(1e3 * fit_seconds / steps, 3),
                    "fit_in_memory_per_step": round(1e3 * timer.seconds / steps, 3)},

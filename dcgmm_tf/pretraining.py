@@ -69,6 +69,25 @@ def fit_cluster_prior(model: DCGMM, x: np.ndarray, seed: int = 0) -> np.ndarray:
     return assignments
 
 
+def cluster_prior_from_labels(model: DCGMM, x: np.ndarray, y: np.ndarray) -> None:
+    """Diagnostic: set mu_k, sigma_k^2 to the mean and variance of mu(x) over the samples of class k.
+
+    Not a clustering method (it reads the labels): it shows what training reaches from a mixture whose
+    components start aligned with the classes, as opposed to the unsupervised GMM of
+    :func:`fit_cluster_prior`. Needs labels ``0 .. num_clusters - 1`` with at least two samples each.
+    """
+    y = np.asarray(y)
+    counts = np.bincount(y.astype(np.int64), minlength=model.num_clusters) if y.size else np.zeros(0)
+    if (y.ndim != 1 or len(y) != len(x) or y.min(initial=0) < 0 or len(counts) != model.num_clusters
+            or counts.min() < 2):
+        raise ValueError(f"labels must be one integer in [0, {model.num_clusters}) per sample with at least two "
+                         f"samples per class; got class counts {counts.tolist()}")
+    z = model.embed(x)
+    means = np.stack([z[y == k].mean(axis=0) for k in range(model.num_clusters)])
+    variances = np.stack([z[y == k].var(axis=0) for k in range(model.num_clusters)])
+    model.set_cluster_parameters(means, np.maximum(variances, 2 * model.min_variance))
+
+
 def load_cached_weights(model: keras.Model, cache_path: str | os.PathLike | None) -> bool:
     """Load ``cache_path`` (a ``.weights.h5`` file) into ``model`` if it exists; True when it did."""
     if cache_path is None:

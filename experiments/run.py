@@ -32,6 +32,9 @@ flags.DEFINE_integer("epochs", 500, "Training epochs (paper: 1000 for MNIST, 500
                      "maximum clustering epochs, for pckmeans the maximum iterations.")
 flags.DEFINE_integer("pretrain_epochs", 10, "Autoencoder pretraining epochs.")
 flags.DEFINE_integer("pretrain_batch_size", 256, "Autoencoder pretraining batch size.")
+flags.DEFINE_enum("cluster_init", "gmm", ["gmm", "labels"],
+                  "Initial mixture: gmm (the paper: a diagonal GMM on the pretrained embeddings) or labels (diagnostic, "
+                  "reads the training labels: class means/variances of the embeddings; see docs/reproduction.md).")
 flags.DEFINE_integer("pretrain_seed", -1, "Seed of the pretraining (initial weights, autoencoder, GMM); -1: the run's "
                      "seed. Fixing it starts every run from the same pretrained model, as the paper's code does.")
 flags.DEFINE_integer("batch_size", 256, "Training batch size.")
@@ -96,6 +99,9 @@ flags.register_multi_flags_validator(
     ["jit_compile", "deterministic"], lambda f: not (f["jit_compile"] and f["deterministic"]),
     message="--jit_compile needs --nodeterministic: XLA has no deterministic mode.")
 flags.register_multi_flags_validator(
+    ["cluster_init", "method"], lambda f: f["cluster_init"] == "gmm" or f["method"] in ("dcgmm", "vade"),
+    message="--cluster_init=labels applies to --method=dcgmm or vade only.")
+flags.register_multi_flags_validator(
     ["constraints_file", "max_train_samples"], lambda f: not (f["constraints_file"] and f["max_train_samples"]),
     message="--constraints_file indexes the whole training split: it cannot be combined with --max_train_samples.")
 
@@ -148,13 +154,14 @@ def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir
     import numpy as np
 
     from dcgmm_tf import metrics, pretrain
+    from dcgmm_tf.pretraining import cluster_prior_from_labels
     from dcgmm_tf.callbacks import (ClusteringMetrics, NonFiniteLossGuard, TrainingBackup, save_atomically,
                                     trim_history)
     from dcgmm_tf.data import constrained_dataset
     from dcgmm_tf.distribute import distributed_constrained_dataset
     from dcgmm_tf.optimizers import FusedAdam
 
-    x_train, _, x_test, y_test = splits
+    x_train, y_train, x_test, y_test = splits
     pretrain_seed = seed if FLAGS.pretrain_seed < 0 else FLAGS.pretrain_seed
     keras.utils.set_random_seed(pretrain_seed)  # initial weights and pretraining
     model = make_model(data, x_train.shape[1:], num_clusters, pretrain_seed)
@@ -168,6 +175,9 @@ def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir
     cached = pretrain(model, x_train, epochs=FLAGS.pretrain_epochs, batch_size=FLAGS.pretrain_batch_size,
                       seed=pretrain_seed, cache_path=cache, verbose=FLAGS.verbose)
     logging.info("pretrained weights %s %s", "loaded from" if cached else "saved to", cache)
+    if FLAGS.cluster_init == "labels":
+        cluster_prior_from_labels(model, x_train, y_train)
+        logging.info("mixture initialised from the training labels (diagnostic, not a clustering method)")
     if pretrain_seed != seed:  # the training itself (sampling, batches) follows the run's seed
         keras.utils.set_random_seed(seed)
         pretrained = model
@@ -175,7 +185,7 @@ def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir
         model.set_weights(pretrained.get_weights())
     pretrain_acc = metrics.cluster_accuracy(
         y_test, model.predict(x_test, batch_size=FLAGS.eval_batch_size, verbose=0).argmax(-1))
-    logging.info("test ACC of the pretrained GMM: %.4f", pretrain_acc)
+    logging.info("test ACC of the initial mixture: %.4f", pretrain_acc)
     strategy = distribution_strategy()
     if FLAGS.strategy != "default":  # pretrained on one device, trained on the strategy's replicas
         with strategy.scope():

@@ -157,3 +157,17 @@ def test_pretrain_cache_is_reused(tmp_path):
     np.testing.assert_array_equal(second.predict(x, verbose=0), first.predict(x, verbose=0))
     with pytest.raises(ValueError, match="weights.h5"):
         pretrain(second, x, cache_path=tmp_path / "ae.h5")
+
+
+def test_cluster_prior_from_labels_uses_class_statistics_of_the_embedding():
+    from dcgmm_tf.pretraining import cluster_prior_from_labels
+
+    x, y, _ = two_factor_data(200)
+    model = small_model()
+    cluster_prior_from_labels(model, x, y)
+    z = model.embed(x)
+    np.testing.assert_allclose(model.cluster_means.numpy(), [z[y == 0].mean(0), z[y == 1].mean(0)], rtol=1e-5)
+    np.testing.assert_allclose(model.cluster_variances.numpy(), [z[y == 0].var(0), z[y == 1].var(0)], rtol=1e-3)
+    for bad in (np.zeros(200, int), np.full(200, 2), y[:-1]):  # a class missing, out of range, wrong length
+        with pytest.raises(ValueError, match="labels"):
+            cluster_prior_from_labels(model, x, bad)

@@ -122,6 +122,8 @@ def test_truncated_or_corrupt_npz(tmp_path):
     ("--alpha=-3", "--alpha must be a finite number > 0"),
     ("--method=kmeans", "flag --method=kmeans: value should be one of <dcgmm|vade|"),
     ("--constraints_file=c.csv --max_train_samples=100", "cannot be combined with --max_train_samples"),
+    ("--cluster_init=labels --method=sdec", "--cluster_init=labels applies to --method=dcgmm or vade only."),
+    ("--pretrain_seed=-2", "--pretrain_seed must be -1 (the run's seed) or a seed >= 0"),
 ])
 def test_bad_flags_exit_with_message(flag, message):
     proc = subprocess.run([sys.executable, "-m", "experiments.run", *flag.split()], cwd=REPO, capture_output=True,
