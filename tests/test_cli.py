@@ -61,3 +61,20 @@ def test_cli_pretrain_seed_shares_one_pretrained_model_across_runs(tmp_path):
     rows = pd.read_csv(tmp_path / "out" / "results.csv")
     assert list(rows["seed"]) == [5, 6]
     assert rows["pretrain_acc"].nunique() == 1  # both runs start from the same pretrained GMM
+
+
+def test_init_quality_writes_one_row_per_checkpoint_and_gmm_state(tmp_path):
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, 240)
+    x = np.clip(0.5 + 0.4 * (y[:, None] - 0.5) + rng.normal(0, 0.1, (240, 12)), 0, 1).astype(np.float32)
+    np.savez(tmp_path / "toy.npz", x_train=x[:160], y_train=y[:160], x_test=x[160:], y_test=y[160:])
+    cmd = [sys.executable, "-m", "experiments.init_quality", f"--dataset={tmp_path / 'toy.npz'}", "--seeds=0",
+           "--pretrain_epochs=2,1", "--gmm_states=2", "--num_constraints=40", "--pretrain_on=train_test",
+           f"--output_dir={tmp_path / 'out'}"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = pd.read_csv(tmp_path / "out" / "init_quality.csv")
+    assert rows["pretrain_epochs"].tolist() == [1, 1, 2, 2] and rows["gmm_state"].tolist() == [0, 1, 0, 1]
+    assert rows[["test_acc", "constraint_satisfaction", "label_aligned_test_acc"]].apply(
+        lambda c: c.between(0, 1)).all().all()
+    assert (rows["pretrain_on"] == "train_test").all()
