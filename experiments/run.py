@@ -84,8 +84,8 @@ flags.DEFINE_enum("strategy", "default", ["default", "mirrored", "multiworker"],
 for _name, _check, _rule in (
         ("epochs", lambda v: v >= 1, "at least 1"), ("batch_size", lambda v: v >= 2, "at least 2"),
         ("runs", lambda v: v >= 1, "at least 1"), ("pretrain_epochs", lambda v: v >= 0, "at least 0"),
-        ("pretrain_batch_size", lambda v: v >= 1, "at least 1"),
-        ("pretrain_seed", lambda v: v >= -1, "-1 (the run's seed) or a seed >= 0"), ("num_constraints", lambda v: v >= 0, "at least 0"),
+        ("pretrain_batch_size", lambda v: v >= 1, "at least 1"), ("num_constraints", lambda v: v >= 0, "at least 0"),
+        ("pretrain_seed", lambda v: v >= -1, "-1 (the run's seed) or a seed >= 0"),
         ("q", lambda v: 0 <= v < 0.5, "in [0, 0.5): the probability that a constraint is wrong"),
         ("alpha", lambda v: v is None or 0 < v < float("inf"), "a finite number > 0 (or unset for the default)"),
         ("learning_rate", lambda v: v > 0, "> 0"), ("lr_decay", lambda v: 0 < v <= 1, "in (0, 1]"),
@@ -149,17 +149,17 @@ def make_model(data, input_shape, num_clusters: int, seed: int):
 
 
 def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir: Path):
-    """Pretrain (cached), then train DC-GMM; returns the model and the pretrained GMM's test accuracy."""
+    """Pretrain (cached), then train DC-GMM; returns the model and the initial mixture's test accuracy."""
     import keras
     import numpy as np
 
     from dcgmm_tf import metrics, pretrain
-    from dcgmm_tf.pretraining import cluster_prior_from_labels
     from dcgmm_tf.callbacks import (ClusteringMetrics, NonFiniteLossGuard, TrainingBackup, save_atomically,
                                     trim_history)
     from dcgmm_tf.data import constrained_dataset
     from dcgmm_tf.distribute import distributed_constrained_dataset
     from dcgmm_tf.optimizers import FusedAdam
+    from dcgmm_tf.pretraining import cluster_prior_from_labels
 
     x_train, y_train, x_test, y_test = splits
     pretrain_seed = seed if FLAGS.pretrain_seed < 0 else FLAGS.pretrain_seed
