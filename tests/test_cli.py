@@ -43,13 +43,18 @@ def test_cli_writes_results_summary_history_and_model(tmp_path):
     assert len(list((tmp_path / "cache").glob("*.weights.h5"))) == 2
 
 
+def write_toy_npz(tmp_path, n_train=200, n_test=100):
+    """Two classes in [0, 1]^12, saved as toy.npz in the runner's .npz format; returns the path."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, n_train + n_test)
+    x = np.clip(0.5 + 0.4 * (y[:, None] - 0.5) + rng.normal(0, 0.1, (len(y), 12)), 0, 1).astype(np.float32)
+    path = tmp_path / "toy.npz"
+    np.savez(path, x_train=x[:n_train], y_train=y[:n_train], x_test=x[n_train:], y_test=y[n_train:])
+    return path
+
 
 def test_cli_pretrain_seed_shares_one_pretrained_model_across_runs(tmp_path):
-    rng = np.random.default_rng(0)
-    y = rng.integers(0, 2, 300)
-    x = np.clip(0.5 + 0.4 * (y[:, None] - 0.5) * np.ones((1, 12)) + rng.normal(0, 0.1, (300, 12)), 0, 1)
-    np.savez(tmp_path / "toy.npz", x_train=x[:200].astype(np.float32), y_train=y[:200],
-             x_test=x[200:].astype(np.float32), y_test=y[200:])
+    write_toy_npz(tmp_path)
     cmd = [sys.executable, "-m", "experiments.run", f"--dataset={tmp_path / 'toy.npz'}", "--epochs=1",
            "--pretrain_epochs=1", "--num_constraints=50", "--latent_dim=2", "--batch_size=32", "--verbose=0",
            "--runs=2", "--seed=5", "--pretrain_seed=3", f"--output_dir={tmp_path / 'out'}",
@@ -64,10 +69,7 @@ def test_cli_pretrain_seed_shares_one_pretrained_model_across_runs(tmp_path):
 
 
 def test_init_quality_writes_one_row_per_checkpoint_and_gmm_state(tmp_path):
-    rng = np.random.default_rng(1)
-    y = rng.integers(0, 2, 240)
-    x = np.clip(0.5 + 0.4 * (y[:, None] - 0.5) + rng.normal(0, 0.1, (240, 12)), 0, 1).astype(np.float32)
-    np.savez(tmp_path / "toy.npz", x_train=x[:160], y_train=y[:160], x_test=x[160:], y_test=y[160:])
+    write_toy_npz(tmp_path, 160, 80)
     cmd = [sys.executable, "-m", "experiments.init_quality", f"--dataset={tmp_path / 'toy.npz'}", "--seeds=0",
            "--pretrain_epochs=2,1", "--gmm_states=2", "--num_constraints=40", "--pretrain_on=train_test",
            f"--output_dir={tmp_path / 'out'}"]
