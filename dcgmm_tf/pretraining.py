@@ -77,11 +77,12 @@ def cluster_prior_from_labels(model: DCGMM, x: np.ndarray, y: np.ndarray) -> Non
     :func:`fit_cluster_prior`. Needs labels ``0 .. num_clusters - 1`` with at least two samples each.
     """
     y = np.asarray(y)
-    counts = np.bincount(y.astype(np.int64), minlength=model.num_clusters) if y.size else np.zeros(0)
-    if (y.ndim != 1 or len(y) != len(x) or y.min(initial=0) < 0 or len(counts) != model.num_clusters
-            or counts.min() < 2):
-        raise ValueError(f"labels must be one integer in [0, {model.num_clusters}) per sample with at least two "
-                         f"samples per class; got class counts {counts.tolist()}")
+    valid = y.ndim == 1 and len(y) == len(x) and np.issubdtype(y.dtype, np.integer)
+    counts = np.bincount(y[(y >= 0) & (y < model.num_clusters)], minlength=model.num_clusters) if valid else None
+    if not valid or counts.sum() != len(y) or counts.min() < 2:
+        raise ValueError(f"labels must be one integer in [0, {model.num_clusters}) per sample of x with at least two "
+                         f"samples per class; got {y.shape} labels"
+                         + ("" if counts is None else f", class counts {counts.tolist()}"))
     z = model.embed(x)
     means = np.stack([z[y == k].mean(axis=0) for k in range(model.num_clusters)])
     variances = np.stack([z[y == k].var(axis=0) for k in range(model.num_clusters)])
