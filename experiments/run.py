@@ -35,6 +35,8 @@ flags.DEFINE_integer("pretrain_batch_size", 256, "Autoencoder pretraining batch 
 flags.DEFINE_enum("cluster_init", "gmm", ["gmm", "labels"],
                   "Initial mixture: gmm (the paper: a diagonal GMM on the pretrained embeddings) or labels (diagnostic, "
                   "reads the training labels: class means/variances of the embeddings; see docs/reproduction.md).")
+flags.DEFINE_integer("init_labels_per_class", 0, "With --cluster_init=labels: use this many labelled training "
+                     "samples per class (drawn with the seed; 0: all).")
 flags.DEFINE_integer("pretrain_seed", -1, "Seed of the pretraining (initial weights, autoencoder, GMM); -1: the run's "
                      "seed. Fixing it starts every run from the same pretrained model, as the paper's code does.")
 flags.DEFINE_integer("batch_size", 256, "Training batch size.")
@@ -86,6 +88,7 @@ for _name, _check, _rule in (
         ("runs", lambda v: v >= 1, "at least 1"), ("pretrain_epochs", lambda v: v >= 0, "at least 0"),
         ("pretrain_batch_size", lambda v: v >= 1, "at least 1"), ("num_constraints", lambda v: v >= 0, "at least 0"),
         ("pretrain_seed", lambda v: v >= -1, "-1 (the run's seed) or a seed >= 0"),
+        ("init_labels_per_class", lambda v: v == 0 or v >= 2, "0 (all labels) or at least 2"),
         ("q", lambda v: 0 <= v < 0.5, "in [0, 0.5): the probability that a constraint is wrong"),
         ("alpha", lambda v: v is None or 0 < v < float("inf"), "a finite number > 0 (or unset for the default)"),
         ("learning_rate", lambda v: v > 0, "> 0"), ("lr_decay", lambda v: 0 < v <= 1, "in (0, 1]"),
@@ -101,6 +104,9 @@ flags.register_multi_flags_validator(
 flags.register_multi_flags_validator(
     ["cluster_init", "method"], lambda f: f["cluster_init"] == "gmm" or f["method"] in ("dcgmm", "vade"),
     message="--cluster_init=labels applies to --method=dcgmm or vade only.")
+flags.register_multi_flags_validator(
+    ["init_labels_per_class", "cluster_init"], lambda f: not f["init_labels_per_class"] or f["cluster_init"] == "labels",
+    message="--init_labels_per_class needs --cluster_init=labels.")
 flags.register_multi_flags_validator(
     ["constraints_file", "max_train_samples"], lambda f: not (f["constraints_file"] and f["max_train_samples"]),
     message="--constraints_file indexes the whole training split: it cannot be combined with --max_train_samples.")
@@ -132,6 +138,20 @@ def make_constraints(y_train, seed: int):
     return ConstraintSet.from_labels(y_train, FLAGS.num_constraints, alpha=FLAGS.alpha, q=FLAGS.q,
                                      link_type=FLAGS.link_type, seed=seed,
                                      transitive_closure=FLAGS.transitive_closure)
+
+
+def labelled_subset(y, per_class: int, seed: int):
+    """Indices of ``per_class`` random samples of each class of ``y`` (all indices when 0); sorted."""
+    import numpy as np
+
+    if not per_class:
+        return np.arange(len(y))
+    rng = np.random.default_rng(seed)
+    classes, counts = np.unique(y, return_counts=True)
+    if counts.min() < per_class:
+        raise ValueError(f"--init_labels_per_class={per_class} but class {classes[counts.argmin()]} has only "
+                         f"{counts.min()} training samples")
+    return np.sort(np.concatenate([rng.choice(np.flatnonzero(y == c), per_class, replace=False) for c in classes]))
 
 
 def make_model(data, input_shape, num_clusters: int, seed: int):
@@ -176,8 +196,9 @@ def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir
                       seed=pretrain_seed, cache_path=cache, verbose=FLAGS.verbose)
     logging.info("pretrained weights %s %s", "loaded from" if cached else "saved to", cache)
     if FLAGS.cluster_init == "labels":
-        cluster_prior_from_labels(model, x_train, y_train)
-        logging.info("mixture initialised from the training labels (diagnostic, not a clustering method)")
+        labelled = labelled_subset(y_train, FLAGS.init_labels_per_class, seed)
+        cluster_prior_from_labels(model, x_train[labelled], y_train[labelled])
+        logging.info("mixture initialised from the labels of %d training samples", len(labelled))
     if pretrain_seed != seed:  # the training itself (sampling, batches) follows the run's seed
         keras.utils.set_random_seed(seed)
         pretrained = model

@@ -124,6 +124,8 @@ def test_truncated_or_corrupt_npz(tmp_path):
     ("--constraints_file=c.csv --max_train_samples=100", "cannot be combined with --max_train_samples"),
     ("--cluster_init=labels --method=sdec", "--cluster_init=labels applies to --method=dcgmm or vade only."),
     ("--pretrain_seed=-2", "--pretrain_seed must be -1 (the run's seed) or a seed >= 0"),
+    ("--init_labels_per_class=5", "--init_labels_per_class needs --cluster_init=labels."),
+    ("--init_labels_per_class=1 --cluster_init=labels", "--init_labels_per_class must be 0 (all labels) or at least 2"),
 ])
 def test_bad_flags_exit_with_message(flag, message):
     proc = subprocess.run([sys.executable, "-m", "experiments.run", *flag.split()], cwd=REPO, capture_output=True,
@@ -175,3 +177,15 @@ def test_cli_error_has_no_traceback(tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.strip().endswith(f"error: Dataset file not found: {tmp_path / 'missing.npz'}")
     assert "Traceback" not in proc.stderr
+
+
+def test_labelled_subset_draws_per_class_and_rejects_small_classes():
+    from experiments.run import labelled_subset
+
+    y = np.repeat([0, 1, 2], [5, 8, 3])
+    np.testing.assert_array_equal(labelled_subset(y, 0, seed=0), np.arange(16))
+    subset = labelled_subset(y, 3, seed=1)
+    assert np.bincount(y[subset]).tolist() == [3, 3, 3] and np.all(np.diff(subset) > 0)
+    np.testing.assert_array_equal(subset, labelled_subset(y, 3, seed=1))
+    with pytest.raises(ValueError, match="class 2 has only 3"):
+        labelled_subset(y, 4, seed=0)
