@@ -33,8 +33,9 @@ flags.DEFINE_integer("epochs", 500, "Training epochs (paper: 1000 for MNIST, 500
 flags.DEFINE_integer("pretrain_epochs", 10, "Autoencoder pretraining epochs.")
 flags.DEFINE_integer("pretrain_batch_size", 256, "Autoencoder pretraining batch size.")
 flags.DEFINE_enum("cluster_init", "gmm", ["gmm", "labels"],
-                  "Initial mixture: gmm (the paper: a diagonal GMM on the pretrained embeddings) or labels (diagnostic, "
-                  "reads the training labels: class means/variances of the embeddings; see docs/reproduction.md).")
+                  "Initial mixture: gmm (the paper: a diagonal GMM on the pretrained embeddings) or labels (class "
+                  "means/variances of the embeddings of labelled training samples: all of them as a diagnostic, a few "
+                  "per class with --init_labels_per_class as a semi-supervised start; see docs/reproduction.md).")
 flags.DEFINE_integer("init_labels_per_class", 0, "With --cluster_init=labels: use this many labelled training "
                      "samples per class (drawn with the seed; 0: all).")
 flags.DEFINE_integer("pretrain_seed", -1, "Seed of the pretraining (initial weights, autoencoder, GMM); -1: the run's "
