@@ -1,4 +1,4 @@
-"""Reference computations shared by the tests."""
+"""Reference computations and toy data shared by the tests."""
 
 import numpy as np
 
@@ -10,3 +10,13 @@ def dense_matrix(constraints) -> np.ndarray:
     w[constraints.i, constraints.j] = constraints.weight
     w[constraints.j, constraints.i] = constraints.weight
     return w
+
+
+def toy_data(n=256, seed=0):
+    """Vectors in [0, 1]^20 whose last 4 features reveal the binary label."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    x = np.empty((n, 20), np.float32)
+    x[:, :16] = 0.5 + rng.normal(0, 0.15, (n, 16))
+    x[:, 16:] = 0.05 + 0.9 * y[:, None] + rng.normal(0, 0.03, (n, 4))
+    return np.clip(x, 0, 1), y

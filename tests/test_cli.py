@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.helpers import toy_data
+
 REPO = Path(__file__).resolve().parents[1]
 FASHION = Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
 COLUMNS = ["dataset", "method", "seed", "num_constraints", "q", "alpha", "epochs", "acc", "nmi", "ari",
@@ -44,12 +46,11 @@ def test_cli_writes_results_summary_history_and_model(tmp_path):
 
 
 def write_toy_npz(tmp_path, n_train=200, n_test=100):
-    """Two classes in [0, 1]^12, saved as toy.npz in the runner's .npz format; returns the path."""
-    rng = np.random.default_rng(0)
-    y = rng.integers(0, 2, n_train + n_test)
-    x = np.clip(0.5 + 0.4 * (y[:, None] - 0.5) + rng.normal(0, 0.1, (len(y), 12)), 0, 1).astype(np.float32)
+    """:func:`toy_data` saved as toy.npz in the runner's .npz format; returns the path."""
+    x, y = toy_data(n_train)
+    x_test, y_test = toy_data(n_test, seed=1)
     path = tmp_path / "toy.npz"
-    np.savez(path, x_train=x[:n_train], y_train=y[:n_train], x_test=x[n_train:], y_test=y[n_train:])
+    np.savez(path, x_train=x, y_train=y, x_test=x_test, y_test=y_test)
     return path
 
 

@@ -16,6 +16,7 @@ from absl import flags
 from dcgmm_tf import DCGMM, ConstraintSet, MLPDecoder, MLPEncoder
 from dcgmm_tf.callbacks import NonFiniteLossGuard, TrainingBackup, trim_history
 from dcgmm_tf.data import constrained_dataset, load_dataset
+from tests.helpers import toy_data
 
 REPO = Path(__file__).resolve().parents[1]
 FLAGS = flags.FLAGS
@@ -26,16 +27,6 @@ def small_model(num_clusters=2, seed=0, hidden=(64, 32)):
     return DCGMM((20,), num_clusters=num_clusters, seed=seed,
                  encoder=MLPEncoder(2, hidden_units=hidden, name="encoder"),
                  decoder=MLPDecoder(20, hidden_units=hidden[::-1], name="decoder"))
-
-
-def toy_data(n=256, seed=0):
-    """Vectors in [0, 1]^20 whose last 4 features reveal the binary label."""
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 2, n)
-    x = np.empty((n, 20), np.float32)
-    x[:, :16] = 0.5 + rng.normal(0, 0.15, (n, 16))
-    x[:, 16:] = 0.05 + 0.9 * y[:, None] + rng.normal(0, 0.03, (n, 4))
-    return np.clip(x, 0, 1), y
 
 
 def weights_equal(a, b):
