@@ -24,7 +24,7 @@ import time
 
 from absl import app, flags
 
-from bench.common import machine, report
+from bench.common import machine, pair_batch, reference_matmuls, report
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("batch_size", 256, "Batch size.")
@@ -42,23 +42,6 @@ flags.DEFINE_enum("clock", "wall", ["wall", "cpu"],
 flags.DEFINE_string("output", None, "Append the results as one JSON line to this file.")
 
 POLICIES = {"off": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
-
-
-def dense_shapes(model) -> list[tuple[int, int]]:
-    """(fan_in, fan_out) of every Dense kernel of the encoder and decoder, in call order."""
-    return [tuple(v.shape) for v in model.encoder.trainable_weights + model.decoder.trainable_weights
-            if len(v.shape) == 2]
-
-
-def step_matmuls(shapes: list[tuple[int, int]], batch: int, first_input: tuple[int, int]) -> list[tuple]:
-    """(m, k, n) of the matmuls of one training step: forward, dW for all layers, dX for all but ``first_input``."""
-    out = []
-    for fan_in, fan_out in shapes:
-        out.append((batch, fan_in, fan_out))  # Y = X W
-        out.append((fan_in, batch, fan_out))  # dW = X^T dY
-        if (fan_in, fan_out) != first_input:
-            out.append((batch, fan_out, fan_in))  # dX = dY W^T
-    return out
 
 
 def now() -> float:
@@ -97,13 +80,7 @@ def main(argv):
     keras_adam_model = DCGMM((784,), num_clusters=10, seed=0)
     keras_adam_model.set_weights(model.get_weights())
     keras_adam_model.compile(optimizer=keras.optimizers.Adam(1e-3))
-    rng = np.random.default_rng(0)
-    x = tf.constant(x_all[rng.choice(len(x_all), batch, replace=False)])
-    # A pair batch as the "separate" layout builds it: B/2 must/cannot-link pairs, W = +-1e4 on the pairs.
-    w_np = np.zeros((batch, batch), np.float32)
-    half = np.arange(batch // 2)
-    w_np[half, half + batch // 2] = w_np[half + batch // 2, half] = rng.choice([-1e4, 1e4], batch // 2)
-    w = tf.constant(w_np)
+    x, w = pair_batch(x_all, batch)
 
     jit = FLAGS.jit_compile
 
@@ -143,18 +120,8 @@ def main(argv):
     def apply_fused_adam():
         optimizers["fused"].apply(fixed_grads, copies["fused"])
 
-    shapes = dense_shapes(model)
-    matmuls = step_matmuls(shapes, batch, shapes[0])
-    step_flop = sum(2 * m * k * n for m, k, n in matmuls)
-    compute_dtype = tf.bfloat16 if FLAGS.mixed_precision == "bf16" else (
-        tf.float16 if FLAGS.mixed_precision == "fp16" else tf.float32)
-    operands = [(tf.random.normal((m, k), dtype=tf.float32), tf.random.normal((k, n), dtype=tf.float32))
-                for m, k, n in matmuls]
-    operands = [(tf.cast(a, compute_dtype), tf.cast(b, compute_dtype)) for a, b in operands]
-
-    @tf.function(jit_compile=jit)
-    def reference(operands):
-        return [tf.matmul(a, b) for a, b in operands]
+    compute_dtype = {"off": tf.float32, "bf16": tf.bfloat16, "fp16": tf.float16}[FLAGS.mixed_precision]
+    reference, operands, step_flop = reference_matmuls(model, batch, compute_dtype, jit_compile=jit)
 
     variants = {"reference": (reference, (operands,)), "step": (train_step, ((x, w),)),
                 "step_keras_adam": (keras_adam_step, ((x, w),)), "forward_network": (forward_network, (x,)),

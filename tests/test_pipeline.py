@@ -90,3 +90,22 @@ def test_dataset_rejects_mismatched_constraints(setup):
     _, constraints = setup
     with pytest.raises(ValueError, match="samples"):
         constrained_dataset(np.zeros((10, 3), np.float32), constraints)
+
+
+def test_training_pipelines_run_without_tf_data_autotuning(setup, monkeypatch):
+    # Closing an autotuned iterator after seconds of training stalls ~5 s (docs/performance.md); every epoch
+    # closes one, so the pipelines that fit iterates switch autotuning off.
+    import keras
+
+    from dcgmm_tf import DCGMM, pretraining
+    from dcgmm_tf.networks import MLPDecoder, MLPEncoder
+
+    labels, constraints = setup
+    x = np.random.default_rng(0).random((len(labels), 4), dtype=np.float32)
+    assert constrained_dataset(x, constraints, batch_size=32).options().autotune.enabled is False
+    seen = []
+    monkeypatch.setattr(keras.Model, "fit", lambda self, data, **kwargs: seen.append(data.options().autotune.enabled))
+    model = DCGMM((4,), num_clusters=2, seed=0, encoder=MLPEncoder(2, (8,), name="encoder"),
+                  decoder=MLPDecoder(4, (8,), name="decoder"))
+    pretraining.pretrain_autoencoder(model, x, epochs=1)
+    assert seen == [False]

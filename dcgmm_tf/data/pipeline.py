@@ -89,6 +89,22 @@ def epoch_elements(x: np.ndarray, constraints: ConstraintSet, batch_size: int, r
             yield x[idx[part]], w[np.ix_(part, part)]
 
 
+PREFETCH_BATCHES = 2
+
+
+def without_autotune(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """``dataset`` with tf.data's autotuning switched off (prefetch buffers then need explicit sizes).
+
+    Training pipelines are iterated once per epoch. With autotuning on, closing an iterator that ran for a few
+    seconds of heavy compute stalls for ~5 s with the CPU idle (TensorFlow 2.21, measured on 2 cores): it hit
+    a third of the epochs and made the average Fashion-MNIST epoch 1.5 times slower (docs/performance.md).
+    Generating a batch takes ~1 ms, so a fixed prefetch of :data:`PREFETCH_BATCHES` keeps up without tuning.
+    """
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return dataset.with_options(options)
+
+
 def constrained_dataset(x: np.ndarray, constraints: ConstraintSet | None = None, batch_size: int = 256,
                         seed: int = 0, layout: str = "separate", initial_epoch: int = 0) -> tf.data.Dataset:
     """A dataset of ``(x_batch, W_batch)`` for ``DCGMM.fit``; each iteration is one epoch.
@@ -115,4 +131,4 @@ def constrained_dataset(x: np.ndarray, constraints: ConstraintSet | None = None,
 
     signature = (tf.TensorSpec((None, *x.shape[1:]), tf.float32), tf.TensorSpec((None, None), tf.float32))
     dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
-    return dataset.apply(tf.data.experimental.assert_cardinality(steps)).prefetch(tf.data.AUTOTUNE)
+    return without_autotune(dataset.apply(tf.data.experimental.assert_cardinality(steps)).prefetch(PREFETCH_BATCHES))

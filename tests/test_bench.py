@@ -1,0 +1,49 @@
+"""The benchmark helpers that turn a TensorFlow profile into the step breakdown of docs/performance.md."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bench.common import pair_batch, reference_matmuls, step_matmuls
+from bench.op_profile import PARTS, categorize, parts, profile_op_times
+from dcgmm_tf import DCGMM
+from dcgmm_tf.networks import MLPDecoder, MLPEncoder
+from dcgmm_tf.optimizers import FusedAdam
+
+
+@pytest.mark.parametrize("name, op_type, part", [
+    ("fused_adam/ResourceApplyAdam", "ResourceApplyAdam", "optimizer"),
+    ("fused_adam_1/Pow", "Pow", "optimizer"),
+    ("encoder_1/dense_0_1/Relu", "_MklNativeFusedMatMul", "layer matmuls"),
+    ("gradient_tape/decoder_1/dense_1/MatMul_1", "_MklMatMul", "layer matmuls"),
+    ("gradient_tape/MatMul/MatMul", "_MklBatchMatMulV2", "backward, other"),
+    ("gradient_tape/encoder_1/dense_0_1/ReluGrad", "ReluGrad", "backward, other"),
+    ("Bernoulli/log_prob/Softplus", "Softplus", "forward, other"),
+    ("fused_adamant/Mul", "Mul", "forward, other"),
+])
+def test_categorize(name, op_type, part):
+    assert categorize(name, op_type, "fused_adam") == part
+
+
+def test_step_matmuls_skip_the_input_gradient_of_the_first_layer():
+    shapes = [(8, 4), (4, 2)]
+    assert step_matmuls(shapes, 16, shapes[0]) == [(16, 8, 4), (8, 16, 4), (16, 4, 2), (4, 16, 2), (16, 2, 4)]
+
+
+def test_profile_of_a_training_step_finds_every_part():
+    x_all = np.random.default_rng(0).random((64, 12), dtype=np.float32)
+    x, w = pair_batch(x_all, 32)
+    assert int(tf.math.count_nonzero(w)) == 32 and np.allclose(w.numpy(), w.numpy().T)
+    model = DCGMM((12,), num_clusters=3, seed=0, encoder=MLPEncoder(2, (16,), name="encoder"),
+                  decoder=MLPDecoder(12, (16,), name="decoder"))
+    model.compile(optimizer=FusedAdam(1e-3))
+    step = tf.function(model.train_step)
+    step((x, w))
+    op_times = profile_op_times(step, ((x, w),), steps=2)
+    assert ("fused_adam/ResourceApplyAdam", "ResourceApplyAdam") in op_times
+    by_part = parts(op_times, model.optimizer.name)
+    assert set(by_part) == set(PARTS) and all(seconds > 0 for seconds in by_part.values())
+    reference, operands, flop = reference_matmuls(model, 32)
+    # encoder 12-16, 16-2 (mean), 16-2 (log-variance); decoder 2-16, 16-12: 5 forward, 5 dW, 4 dX matmuls
+    assert len(reference(operands)) == 14
+    assert flop == 2 * 32 * (12 * 16 + 3 * 16 * 2 + 16 * 12) * 3 - 2 * 32 * 12 * 16
