@@ -4,9 +4,9 @@ r"""Wall time of every epoch of ``fit`` on Fashion-MNIST, with tf.data's autotun
 
 Trains the default network on the runner's data (the full training split, 6,000 constraints) for ``--epochs``
 epochs per setting, a fresh model each, in a plain loop that like ``fit`` opens one data iterator per epoch and
-closes it at the end; reports every epoch's wall milliseconds per step and the time spent closing its iterator. With autotuning on, some iterators
-take ~5 s to close while the CPU sits idle; ``dcgmm_tf.data.without_autotune`` avoids it. Wall clock: run it on an
-otherwise idle machine.
+closes it at the end; reports every epoch's wall milliseconds per step and the time spent closing its iterator.
+With autotuning on, some iterators take ~5 s to close while the CPU sits idle;
+``dcgmm_tf.data.pipeline.prefetch_without_autotune`` avoids it. Wall clock: run it on an otherwise idle machine.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from dcgmm_tf import validation
 from dcgmm_tf.constraints import ConstraintSet
-from dcgmm_tf.data.pipeline import PREFETCH_BATCHES, constrained_dataset, epoch_elements, without_autotune
+from dcgmm_tf.data.pipeline import constrained_dataset, epoch_elements, prefetch_without_autotune
 
 STRATEGIES = ("default", "mirrored", "multiworker")
 
@@ -71,7 +71,7 @@ def distributed_constrained_dataset(strategy: tf.distribute.Strategy, x: np.ndar
         # one to build the model) starts again at ``initial_epoch``. Elements are the replicas' parts in
         # order; worker p of P takes parts p, p + P, ..., which tf.distribute hands to its replicas in turn.
         epochs = tf.data.Dataset.range(initial_epoch, np.iinfo(np.int64).max)
-        return without_autotune(epochs.flat_map(one_epoch).shard(context.num_input_pipelines,
-                                                                 context.input_pipeline_id).prefetch(PREFETCH_BATCHES))
+        return prefetch_without_autotune(
+            epochs.flat_map(one_epoch).shard(context.num_input_pipelines, context.input_pipeline_id))
 
     return strategy.distribute_datasets_from_function(dataset_fn), steps

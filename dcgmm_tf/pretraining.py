@@ -12,7 +12,7 @@ import tensorflow as tf
 from sklearn.mixture import GaussianMixture
 
 from dcgmm_tf import losses, validation
-from dcgmm_tf.data.pipeline import PREFETCH_BATCHES, without_autotune
+from dcgmm_tf.data.pipeline import prefetch_without_autotune
 from dcgmm_tf.model import DCGMM
 
 
@@ -53,8 +53,8 @@ def pretrain_autoencoder(model: DCGMM, x: np.ndarray, epochs: int = 10, batch_si
         return
     autoencoder = _Autoencoder(model.encoder, model.decoder, model.likelihood, name="autoencoder")
     autoencoder.compile(optimizer=keras.optimizers.Adam(learning_rate))
-    data = without_autotune(tf.data.Dataset.from_tensor_slices(np.asarray(x, np.float32))
-                            .shuffle(len(x), seed=seed).batch(batch_size).prefetch(PREFETCH_BATCHES))
+    data = prefetch_without_autotune(tf.data.Dataset.from_tensor_slices(np.asarray(x, np.float32))
+                                     .shuffle(len(x), seed=seed).batch(batch_size))
     autoencoder.fit(data, epochs=epochs, verbose=verbose, shuffle=False)  # shuffled above
 
 

@@ -92,17 +92,17 @@ def epoch_elements(x: np.ndarray, constraints: ConstraintSet, batch_size: int, r
 PREFETCH_BATCHES = 2
 
 
-def without_autotune(dataset: tf.data.Dataset) -> tf.data.Dataset:
-    """``dataset`` with tf.data's autotuning switched off (prefetch buffers then need explicit sizes).
+def prefetch_without_autotune(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """``dataset`` prefetching :data:`PREFETCH_BATCHES` elements, with tf.data's autotuning switched off.
 
     Training pipelines are iterated once per epoch. With autotuning on, closing an iterator that ran for a few
     seconds of heavy compute stalls for ~5 s with the CPU idle (TensorFlow 2.21, measured on 2 cores): it hit
     a third of the epochs and made the average Fashion-MNIST epoch 1.5 times slower (docs/performance.md).
-    Generating a batch takes ~1 ms, so a fixed prefetch of :data:`PREFETCH_BATCHES` keeps up without tuning.
+    Generating a batch takes ~1 ms, so a fixed prefetch keeps up without tuning.
     """
     options = tf.data.Options()
     options.autotune.enabled = False
-    return dataset.with_options(options)
+    return dataset.prefetch(PREFETCH_BATCHES).with_options(options)
 
 
 def constrained_dataset(x: np.ndarray, constraints: ConstraintSet | None = None, batch_size: int = 256,
@@ -131,4 +131,4 @@ def constrained_dataset(x: np.ndarray, constraints: ConstraintSet | None = None,
 
     signature = (tf.TensorSpec((None, *x.shape[1:]), tf.float32), tf.TensorSpec((None, None), tf.float32))
     dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
-    return without_autotune(dataset.apply(tf.data.experimental.assert_cardinality(steps)).prefetch(PREFETCH_BATCHES))
+    return prefetch_without_autotune(dataset.apply(tf.data.experimental.assert_cardinality(steps)))
