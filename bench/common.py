@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import platform
+import time
+from typing import Callable
 
 
 def machine() -> dict:
@@ -25,6 +27,14 @@ def report(result: dict, output: str | None) -> None:
     if output:
         with open(output, "a") as f:
             f.write(json.dumps(result) + "\n")
+
+
+def time_calls(fn: Callable, args: tuple, calls: int, clock: Callable[[], float] = time.perf_counter) -> float:
+    """Seconds per call of ``fn(*args)`` on ``clock`` (a tf.function: calls return when the work is done on CPU)."""
+    start = clock()
+    for _ in range(calls):
+        fn(*args)
+    return (clock() - start) / calls
 
 
 def pair_batch(x_all, batch_size: int, seed: int = 0):

@@ -17,9 +17,9 @@ gradient and writes back three of them, 28 bytes per parameter in fp32).
 
 from __future__ import annotations
 
-import time
-
 from absl import app, flags
+
+from bench.common import machine, pair_batch, reference_matmuls, report, time_calls
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("batch_size", 256, "Batch size.")
@@ -32,23 +32,12 @@ flags.DEFINE_string("output", None, "Append the results as one JSON line to this
 ADAM_BYTES_PER_PARAMETER = 28  # read weight, m, v, gradient; write weight, m, v (fp32)
 
 
-def best_seconds(fn, args, rounds: int, calls: int = 8) -> float:
-    """Fastest mean seconds per call of ``fn(*args)`` over ``rounds`` rounds of ``calls`` calls."""
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn(*args)
-        best = min(best, (time.perf_counter() - start) / calls)
-    return best
-
-
 def memory_bandwidth(num_floats: int = 16_000_000, rounds: int = 10) -> float:
     """Bytes/s of ``a = b + c`` (read 2, write 1) in fp32 on arrays larger than the caches, one core."""
     import numpy as np
 
     a, b, c = (np.ones(num_floats, np.float32) for _ in range(3))
-    return 12 * num_floats / best_seconds(lambda: np.add(b, c, out=a), (), rounds, calls=1)
+    return 12 * num_floats / min(time_calls(np.add, (b, c, a), 1) for _ in range(rounds))
 
 
 def main(argv):
@@ -57,7 +46,6 @@ def main(argv):
     import numpy as np
     import tensorflow as tf
 
-    from bench.common import machine, pair_batch, reference_matmuls, report
     from bench.op_profile import parts, profile_op_times
     from dcgmm_tf import DCGMM
     from dcgmm_tf.data import load_dataset
@@ -74,12 +62,11 @@ def main(argv):
     step = tf.function(model.train_step)
     reference, operands, flop = reference_matmuls(model, FLAGS.batch_size)
     for fn, args in ((step, ((x, w),)), (reference, (operands,))):
-        for _ in range(3):  # trace and warm up
-            fn(*args)
+        time_calls(fn, args, 3)  # trace and warm up
     step_s, reference_s = float("inf"), float("inf")
     for _ in range(FLAGS.rounds):  # interleaved, so that a busy machine slows both alike
-        step_s = min(step_s, best_seconds(step, ((x, w),), 1))
-        reference_s = min(reference_s, best_seconds(reference, (operands,), 1))
+        step_s = min(step_s, time_calls(step, ((x, w),), 8))
+        reference_s = min(reference_s, time_calls(reference, (operands,), 8))
     op_times = profile_op_times(step, ((x, w),), FLAGS.steps, FLAGS.logdir)
     by_part = parts(op_times, model.optimizer.name)
     by_part["between ops"] = step_s - sum(by_part.values())

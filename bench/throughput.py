@@ -24,7 +24,7 @@ import time
 
 from absl import app, flags
 
-from bench.common import machine, pair_batch, reference_matmuls, report
+from bench.common import machine, pair_batch, reference_matmuls, report, time_calls
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("batch_size", 256, "Batch size.")
@@ -47,14 +47,6 @@ POLICIES = {"off": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 def now() -> float:
     """Seconds on the clock of --clock."""
     return time.process_time() if FLAGS.clock == "cpu" else time.perf_counter()
-
-
-def time_calls(fn, args, calls: int) -> float:
-    """Seconds per call of ``fn(*args)`` (a tf.function: calls return when the work is done on CPU)."""
-    start = now()
-    for _ in range(calls):
-        fn(*args)
-    return (now() - start) / calls
 
 
 def main(argv):
@@ -132,11 +124,11 @@ def main(argv):
     if FLAGS.variants:
         variants = {k: v for k, v in variants.items() if k in ("reference", "step", *FLAGS.variants)}
     for fn, args in variants.values():  # trace and warm up
-        time_calls(fn, args, 3)
+        time_calls(fn, args, 3, now)
     times = {name: [] for name in variants}
     for _ in range(FLAGS.rounds):
         for name, (fn, args) in variants.items():
-            times[name].append(time_calls(fn, args, FLAGS.calls))
+            times[name].append(time_calls(fn, args, FLAGS.calls, now))
     # On a shared machine other processes only ever add time: the fastest round is the least disturbed one.
     best = {name: float(np.min(t)) for name, t in times.items()}
     result = {
