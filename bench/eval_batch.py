@@ -22,14 +22,12 @@ flags.DEFINE_string("output", None, "Append the results as one JSON line to this
 def main(argv):
     del argv
     import numpy as np
-    import tensorflow as tf
 
-    from bench.common import machine, report
+    from bench.common import machine, report, set_threads
     from dcgmm_tf import DCGMM
     from dcgmm_tf.data import load_dataset
 
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
+    set_threads(1)
     data = load_dataset("fashion")
     x_test = data.x_test.reshape(len(data.x_test), -1).astype(np.float32)
     model = DCGMM((784,), num_clusters=10, seed=0)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from absl import app, flags
 
-from bench.common import machine, pair_batch, reference_matmuls, report, time_calls
+from bench.common import machine, pair_batch, reference_matmuls, report, set_threads, time_calls
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("batch_size", 256, "Batch size.")
@@ -51,9 +51,7 @@ def main(argv):
     from dcgmm_tf.data import load_dataset
     from dcgmm_tf.optimizers import FusedAdam
 
-    if FLAGS.threads:
-        tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
-        tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
+    set_threads(FLAGS.threads)
     keras.utils.set_random_seed(0)
     data = load_dataset("fashion")
     x, w = pair_batch(data.x_train.reshape(len(data.x_train), -1).astype(np.float32), FLAGS.batch_size)

@@ -24,7 +24,7 @@ import time
 
 from absl import app, flags
 
-from bench.common import machine, pair_batch, reference_matmuls, report, time_calls
+from bench.common import machine, pair_batch, reference_matmuls, report, set_threads, time_calls
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("batch_size", 256, "Batch size.")
@@ -59,9 +59,7 @@ def main(argv):
     from dcgmm_tf.data import constrained_dataset, load_dataset
     from dcgmm_tf.optimizers import FusedAdam
 
-    if FLAGS.threads:
-        tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
-        tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
+    set_threads(FLAGS.threads)
     keras.mixed_precision.set_global_policy(POLICIES[FLAGS.mixed_precision])
     keras.utils.set_random_seed(0)
     data = load_dataset("fashion")
