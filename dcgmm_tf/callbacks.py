@@ -15,7 +15,8 @@ from typing import Callable
 import keras
 import numpy as np
 
-from dcgmm_tf import metrics
+from dcgmm_tf import cluster_init, metrics
+from dcgmm_tf.constraints import ConstraintSet
 
 
 class ClusteringMetrics(keras.callbacks.Callback):
@@ -48,6 +49,32 @@ class ClusteringMetrics(keras.callbacks.Callback):
             scores = metrics.clustering_scores(self.y, y_pred)
         for name, value in scores.items():
             logs[self.prefix + name] = value
+
+
+class ClusterRestart(keras.callbacks.Callback):
+    """Restarts the mixture from the current embeddings after the given epochs (1-based).
+
+    After each epoch in ``epochs`` the cluster means and variances are set to the start of ``strategy`` (see
+    :func:`dcgmm_tf.cluster_init.init_clusters`) on mu(x) of the training data ``x``, which the constraints have
+    shaped in the epochs before. Place it before the callbacks that save or evaluate the model.
+    """
+
+    def __init__(self, x: np.ndarray, constraints: ConstraintSet | None, epochs, strategy: str = "latent_class",
+                 num_components: int = 100, seed: int = 0):
+        super().__init__()
+        if strategy not in cluster_init.STRATEGIES:
+            raise ValueError(f"strategy must be one of {cluster_init.STRATEGIES}, got {strategy!r}")
+        self.epochs = frozenset(int(e) for e in epochs)
+        if any(e < 1 for e in self.epochs):
+            raise ValueError(f"restart epochs must be >= 1, got {sorted(self.epochs)}")
+        self.x, self.constraints, self.strategy = x, constraints, strategy
+        self.num_components, self.seed = num_components, seed
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch + 1 in self.epochs and not self.model.stop_training:
+            cluster_init.init_clusters(self.model, self.x, self.constraints, self.strategy, self.num_components,
+                                       self.seed + epoch + 1)
+            logging.info("mixture restarted by %s after epoch %d", self.strategy, epoch + 1)
 
 
 def save_atomically(path: str | os.PathLike, write: Callable[[Path], None]) -> None:

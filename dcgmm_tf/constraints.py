@@ -46,6 +46,15 @@ def default_alpha(q: float) -> float:
     return 1000.0 * math.log((1.0 - q) / q)
 
 
+def flip_probability(weight: Any) -> np.ndarray:
+    """Probability that a link is wrong given its confidence: the inverse of :func:`default_alpha`.
+
+    ``q = 1 / (1 + exp(|W_ij| / 1000))``, so ``|W_ij| = 1000 * log((1 - q) / q)``; computed in log space
+    (``|W_ij| = 1e4`` gives 4.5e-5).
+    """
+    return np.exp(-np.logaddexp(0.0, np.abs(np.asarray(weight, np.float64)) / 1000.0))
+
+
 def _as_index_array(values: Any, name: str) -> np.ndarray:
     """Converts `values` to a 1-D int64 array, rejecting non-integers."""
     array = np.asarray(values)

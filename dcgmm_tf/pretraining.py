@@ -9,9 +9,8 @@ from pathlib import Path
 import keras
 import numpy as np
 import tensorflow as tf
-from sklearn.mixture import GaussianMixture
 
-from dcgmm_tf import losses, validation
+from dcgmm_tf import cluster_init, losses, validation
 from dcgmm_tf.data.pipeline import prefetch_without_autotune
 from dcgmm_tf.model import DCGMM
 
@@ -63,11 +62,9 @@ def fit_cluster_prior(model: DCGMM, x: np.ndarray, seed: int = 0) -> np.ndarray:
 
     Returns the GMM's cluster assignment of each row of ``x``.
     """
-    z = model.embed(x)
-    gmm = GaussianMixture(n_components=model.num_clusters, covariance_type="diag", random_state=seed)
-    assignments = gmm.fit_predict(z)
-    model.set_cluster_parameters(gmm.means_, gmm.covariances_)
-    return assignments
+    start = cluster_init.gmm_start(model.embed(x), model.num_clusters, seed)
+    model.set_cluster_parameters(start.means, start.variances)
+    return start.assignments
 
 
 def cluster_prior_from_labels(model: DCGMM, x: np.ndarray, y: np.ndarray) -> None:

@@ -32,12 +32,17 @@ flags.DEFINE_integer("epochs", 500, "Training epochs (paper: 1000 for MNIST, 500
                      "maximum clustering epochs, for pckmeans the maximum iterations.")
 flags.DEFINE_integer("pretrain_epochs", 10, "Autoencoder pretraining epochs.")
 flags.DEFINE_integer("pretrain_batch_size", 256, "Autoencoder pretraining batch size.")
-flags.DEFINE_enum("cluster_init", "gmm", ["gmm", "labels"],
-                  "Initial mixture: gmm (the paper: a diagonal GMM on the pretrained embeddings) or labels (class "
+flags.DEFINE_enum("cluster_init", "gmm", ["gmm", "merge", "latent_class", "labels"],
+                  "Initial mixture: gmm (the paper: a diagonal GMM on the pretrained embeddings), merge or latent_class "
+                  "(--init_components GMM components grouped by the constraints; see dcgmm_tf.cluster_init), or labels (class "
                   "means/variances of the embeddings of labelled training samples: all of them as a diagnostic, a few "
                   "per class with --init_labels_per_class as a semi-supervised start; see docs/reproduction.md).")
 flags.DEFINE_integer("init_labels_per_class", 0, "With --cluster_init=labels: use this many labelled training "
                      "samples per class (drawn with the seed; 0: all).")
+flags.DEFINE_integer("init_components", 100, "With --cluster_init=merge or latent_class: number K' of GMM components "
+                     "that the constraints group into K clusters.")
+flags.DEFINE_list("restart_epochs", [], "With --cluster_init=merge or latent_class: restart the mixture by the same "
+                  "strategy on the current embeddings after these epochs (e.g. 10,20).")
 flags.DEFINE_integer("pretrain_seed", -1, "Seed of the pretraining (initial weights, autoencoder, GMM); -1: the run's "
                      "seed. Fixing it starts every run from the same pretrained model, as the paper's code does.")
 flags.DEFINE_integer("batch_size", 256, "Training batch size.")
@@ -97,14 +102,19 @@ for _name, _check, _rule in (
         ("threads", lambda v: v >= 0, "at least 0"), ("latent_dim", lambda v: v >= 1, "at least 1"),
         ("num_clusters", lambda v: v == 0 or v >= 2, "0 (the number of classes) or at least 2"),
         ("max_train_samples", lambda v: v >= 0, "at least 0"), ("max_test_samples", lambda v: v >= 0, "at least 0"),
-        ("eval_every", lambda v: v >= 1, "at least 1"), ("eval_batch_size", lambda v: v >= 1, "at least 1")):
+        ("eval_every", lambda v: v >= 1, "at least 1"), ("init_components", lambda v: v >= 2, "at least 2"), ("eval_batch_size", lambda v: v >= 1, "at least 1")):
     flags.register_validator(_name, _check, message=f"--{_name} must be {_rule}.")
 flags.register_multi_flags_validator(
     ["jit_compile", "deterministic"], lambda f: not (f["jit_compile"] and f["deterministic"]),
     message="--jit_compile needs --nodeterministic: XLA has no deterministic mode.")
 flags.register_multi_flags_validator(
     ["cluster_init", "method"], lambda f: f["cluster_init"] == "gmm" or f["method"] in ("dcgmm", "vade"),
-    message="--cluster_init=labels applies to --method=dcgmm or vade only.")
+    message="--cluster_init other than gmm applies to --method=dcgmm or vade only.")
+flags.register_multi_flags_validator(
+    ["restart_epochs", "cluster_init"],
+    lambda f: not f["restart_epochs"] or (f["cluster_init"] in ("merge", "latent_class")
+                                          and all(e.isdigit() and int(e) >= 1 for e in f["restart_epochs"])),
+    message="--restart_epochs needs --cluster_init=merge or latent_class and epochs >= 1.")
 flags.register_multi_flags_validator(
     ["init_labels_per_class", "cluster_init"], lambda f: not f["init_labels_per_class"] or f["cluster_init"] == "labels",
     message="--init_labels_per_class needs --cluster_init=labels.")
@@ -175,11 +185,12 @@ def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir
     import numpy as np
 
     from dcgmm_tf import metrics, pretrain
-    from dcgmm_tf.callbacks import (ClusteringMetrics, NonFiniteLossGuard, TrainingBackup, save_atomically,
+    from dcgmm_tf.callbacks import (ClusterRestart, ClusteringMetrics, NonFiniteLossGuard, TrainingBackup, save_atomically,
                                     trim_history)
     from dcgmm_tf.data import constrained_dataset
     from dcgmm_tf.distribute import distributed_constrained_dataset
     from dcgmm_tf.optimizers import FusedAdam
+    from dcgmm_tf.cluster_init import init_clusters
     from dcgmm_tf.pretraining import cluster_prior_from_labels
 
     x_train, y_train, x_test, y_test = splits
@@ -196,7 +207,10 @@ def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir
     cached = pretrain(model, x_train, epochs=FLAGS.pretrain_epochs, batch_size=FLAGS.pretrain_batch_size,
                       seed=pretrain_seed, cache_path=cache, verbose=FLAGS.verbose)
     logging.info("pretrained weights %s %s", "loaded from" if cached else "saved to", cache)
-    if FLAGS.cluster_init == "labels":
+    if FLAGS.cluster_init in ("merge", "latent_class"):
+        init_clusters(model, x_train, constraints, FLAGS.cluster_init, FLAGS.init_components, seed)
+        logging.info("mixture initialised by %s on %d components", FLAGS.cluster_init, FLAGS.init_components)
+    elif FLAGS.cluster_init == "labels":
         labelled = labelled_subset(y_train, FLAGS.init_labels_per_class, seed)
         cluster_prior_from_labels(model, x_train[labelled], y_train[labelled])
         logging.info("mixture initialised from the labels of %d training samples", len(labelled))
@@ -238,7 +252,11 @@ def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir
                                                             seed=seed, layout=FLAGS.layout, initial_epoch=initial_epoch)
         fit_steps = {"steps_per_epoch": steps}
     guard = NonFiniteLossGuard(run_dir / "last_good.weights.h5")
-    callbacks = [guard, ClusteringMetrics(x_test, y_test, every=FLAGS.eval_every, batch_size=FLAGS.eval_batch_size),
+    restarts = []
+    if FLAGS.restart_epochs:
+        restarts = [ClusterRestart(x_train, constraints, [int(e) for e in FLAGS.restart_epochs], FLAGS.cluster_init,
+                                   FLAGS.init_components, seed)]
+    callbacks = [*restarts, guard, ClusteringMetrics(x_test, y_test, every=FLAGS.eval_every, batch_size=FLAGS.eval_batch_size),
                  keras.callbacks.CSVLogger(str(run_dir / "history.csv"), append=initial_epoch > 0),
                  keras.callbacks.TensorBoard(str(run_dir / "tensorboard")), backup]
     model.fit(train_data, epochs=FLAGS.epochs, initial_epoch=initial_epoch, callbacks=callbacks,

@@ -1,0 +1,250 @@
+"""Starts of the mixture: initial cluster means and variances from the pretrained embeddings.
+
+Every strategy is a pure function of (embeddings, constraints, K, seed) and returns a :class:`ClusterStart`:
+
+- :func:`gmm_start`: the paper's start, a diagonal Gaussian mixture with K components on mu(x).
+- :func:`merge_start`: over-cluster mu(x) into K' > K components, then merge the components greedily into K
+  groups by the links between them.
+- :func:`latent_class_start`: over-cluster mu(x) into K' components, then fit the class distribution p(c | a)
+  of every component a to the observed links by EM (a latent class model of the pairs), and give each sample the
+  most likely class of its component.
+
+The two constrained starts moment-match one diagonal Gaussian per group (:func:`moment_match`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from scipy import sparse
+from scipy.special import logsumexp
+from sklearn.mixture import GaussianMixture
+
+from dcgmm_tf.constraints import ConstraintSet, flip_probability
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterStart:
+    """An initial mixture: ``means`` and ``variances`` of shape [K, D] and the cluster of each embedding."""
+
+    means: np.ndarray
+    variances: np.ndarray
+    assignments: np.ndarray
+
+
+def _check_embeddings(z: np.ndarray, num_clusters: int) -> np.ndarray:
+    z = np.asarray(z)
+    if z.ndim != 2 or not np.all(np.isfinite(z)):
+        raise ValueError(f"embeddings must be a finite [N, D] array, got shape {z.shape}")
+    if not 2 <= num_clusters <= len(z):
+        raise ValueError(f"num_clusters must be in [2, N={len(z)}], got {num_clusters}")
+    return z
+
+
+def _check_components(num_components: int, num_clusters: int, num_samples: int) -> None:
+    if not num_clusters <= num_components <= num_samples:
+        raise ValueError(f"num_components (K') must be in [K={num_clusters}, N={num_samples}], "
+                         f"got {num_components}")
+
+
+def _check_constraints(constraints: ConstraintSet, num_samples: int) -> None:
+    if constraints.num_samples != num_samples:
+        raise ValueError(f"the constraints index {constraints.num_samples} samples but there are {num_samples} "
+                         "embeddings; they must index the same samples")
+
+
+def moment_match(z: np.ndarray, assignments: np.ndarray, num_clusters: int,
+                 min_variance: float = 1e-3) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and variance of the embeddings of each cluster, shape [K, D] each (variances >= ``min_variance``).
+
+    A cluster with fewer than two members gets the mean and variance of all embeddings.
+    """
+    z = np.asarray(z, np.float64)
+    means = np.tile(z.mean(axis=0), (num_clusters, 1))
+    variances = np.tile(z.var(axis=0), (num_clusters, 1))
+    for k in range(num_clusters):
+        members = z[assignments == k]
+        if len(members) >= 2:
+            means[k], variances[k] = members.mean(axis=0), members.var(axis=0)
+    return means, np.maximum(variances, min_variance)
+
+
+def _fit_gmm(z: np.ndarray, num_components: int, seed: int) -> GaussianMixture:
+    return GaussianMixture(n_components=num_components, covariance_type="diag", random_state=seed).fit(z)
+
+
+def gmm_start(z: np.ndarray, num_clusters: int, seed: int = 0) -> ClusterStart:
+    """The paper's start: a diagonal GMM with K components fitted to the embeddings."""
+    z = _check_embeddings(z, num_clusters)
+    gmm = _fit_gmm(z, num_clusters, seed)
+    return ClusterStart(gmm.means_, gmm.covariances_, gmm.predict(z))
+
+
+def _component_links(components: np.ndarray, constraints: ConstraintSet,
+                     num_components: int) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric [K', K'] counts of must-links and of cannot-links between (and inside) components."""
+    a, b = components[constraints.i], components[constraints.j]
+    counts = []
+    for mask in (constraints.must_link_mask, constraints.cannot_link_mask):
+        m = np.zeros((num_components, num_components))
+        np.add.at(m, (a[mask], b[mask]), 1.0)
+        counts.append(m + m.T - np.diag(np.diag(m)))
+    return counts[0], counts[1]
+
+
+def merge_start(z: np.ndarray, constraints: ConstraintSet, num_clusters: int, num_components: int = 50,
+                seed: int = 0, min_variance: float = 1e-3) -> ClusterStart:
+    """Over-clustering plus constraint-guided merging.
+
+    A diagonal GMM with K' = ``num_components`` components is fitted to ``z``; starting from one group per
+    component, the two groups with the largest (must-links - cannot-links between them) / sqrt(n_a n_b) are
+    merged until K groups are left (ties: the pair of groups whose means are closest). One diagonal Gaussian
+    per group is then fitted to its members.
+    """
+    z = _check_embeddings(z, num_clusters)
+    _check_components(num_components, num_clusters, len(z))
+    _check_constraints(constraints, len(z))
+    components = _fit_gmm(z, num_components, seed).predict(z)
+    must, cannot = _component_links(components, constraints, num_components)
+    links = must - cannot
+    sizes = np.bincount(components, minlength=num_components).astype(np.float64)
+    sums = np.stack([z[components == a].sum(axis=0) for a in range(num_components)])
+    group = np.arange(num_components)
+    alive = sizes > 0
+    while alive.sum() > num_clusters:
+        idx = np.flatnonzero(alive)
+        score = links[np.ix_(idx, idx)] / np.sqrt(np.outer(sizes[idx], sizes[idx]))
+        centres = sums[idx] / sizes[idx, None]
+        distance = ((centres[:, None, :] - centres[None, :, :]) ** 2).sum(-1)
+        np.fill_diagonal(score, -np.inf)
+        best = score == score.max()
+        distance[~best] = np.inf
+        p, q = np.unravel_index(np.argmin(distance), distance.shape)
+        a, b = idx[p], idx[q]
+        links[a] += links[b]
+        links[:, a] += links[:, b]
+        sizes[a] += sizes[b]
+        sums[a] += sums[b]
+        alive[b] = False
+        group[group == b] = a
+    labels = np.searchsorted(np.flatnonzero(alive), group)
+    if not alive.sum() == num_clusters:  # fewer occupied components than clusters: keep the GMM's empties apart
+        raise ValueError(f"only {alive.sum()} of the {num_components} components hold samples; choose a "
+                         f"smaller num_components")
+    assignments = labels[components]
+    means, variances = moment_match(z, assignments, num_clusters, min_variance)
+    return ClusterStart(means, variances, assignments)
+
+
+def _log_others(log_theta: np.ndarray) -> np.ndarray:
+    """log sum_{c' != c} theta[a, c'] for every (a, c), computed as a masked logsumexp (no cancellation)."""
+    k = log_theta.shape[1]
+    return logsumexp(np.where(np.eye(k, dtype=bool), -np.inf, log_theta[:, None, :]), axis=2)
+
+
+def fit_latent_classes(a: np.ndarray, b: np.ndarray, must: np.ndarray, flip: np.ndarray,
+                       component_sizes: np.ndarray, num_clusters: int, seed: int = 0, n_init: int = 10,
+                       max_iter: int = 300, smoothing: float = 0.1, tol: float = 1e-7) -> tuple[np.ndarray, float]:
+    """EM for a latent class model of the components: returns log p(c | a) [K', K] and the log-likelihood.
+
+    Every sample has a class c ~ 1/K (DC-GMM's fixed prior) and lies in component a ~ theta_c. Pair n joins a
+    sample of component ``a[n]`` and one of ``b[n]``; it is observed as a must-link when their classes agree,
+    except that it is flipped with probability ``flip[n]``. The other samples (``component_sizes`` minus the pair
+    ends) are observed through their component only; they make every class hold about 1/K of the data. The best
+    of ``n_init`` random starts (largest likelihood per sample) is returned; ``smoothing`` pseudo-counts per
+    (component, class) keep all probabilities positive.
+    """
+    if smoothing <= 0:
+        raise ValueError(f"smoothing must be > 0, got {smoothing}")
+    num_components = len(component_sizes)
+    rng = np.random.default_rng(seed)
+    log_same = np.where(must, np.log1p(-flip), np.log(flip))[:, None]  # log p(observation | same class)
+    log_diff = np.where(must, np.log(flip), np.log1p(-flip))[:, None]
+    pairs = np.arange(len(a))
+    ends = sparse.csr_matrix((np.ones(2 * len(a)), (np.concatenate([a, b]), np.concatenate([pairs, pairs + len(a)]))),
+                             shape=(num_components, 2 * len(a)))  # scatter-adds pair ends onto components
+    free = np.maximum(component_sizes - np.asarray(ends.sum(axis=1)).ravel(), 0.0)[:, None]
+    num_samples = free.sum() + 2 * len(a)
+    best_log_p, best_log_lik = None, -np.inf
+    for _ in range(n_init):
+        counts = smoothing + rng.dirichlet(np.ones(num_clusters), num_components) * component_sizes[:, None]
+        previous = -np.inf
+        for _ in range(max_iter):
+            log_theta = np.log(counts) - np.log(counts.sum(axis=0, keepdims=True))  # log p(a | c)
+            log_others = _log_others(log_theta)
+            # Log joint of each end's class with the observation: log theta_c[a] + log(w_same theta_c[b] + w_diff
+            # sum_{c' != c} theta_c'[b]); the 1/K^2 of the class prior is added to the likelihood below.
+            end_a = log_theta[a] + np.logaddexp(log_same + log_theta[b], log_diff + log_others[b])
+            end_b = log_theta[b] + np.logaddexp(log_same + log_theta[a], log_diff + log_others[a])
+            log_pair = logsumexp(end_a, axis=1, keepdims=True)  # the same for both ends
+            log_component = logsumexp(log_theta, axis=1, keepdims=True)
+            posterior = np.exp(np.concatenate([end_a, end_b]) - np.concatenate([log_pair, log_pair]))
+            counts = smoothing + ends @ posterior + free * np.exp(log_theta - log_component)
+            log_lik = float((log_pair.sum() + (free * log_component).sum()) / num_samples - np.log(num_clusters))
+            if log_lik - previous < tol:
+                break
+            previous = log_lik
+        if log_lik > best_log_lik:
+            log_theta = np.log(counts) - np.log(counts.sum(axis=0, keepdims=True))
+            best_log_p, best_log_lik = log_theta - logsumexp(log_theta, axis=1, keepdims=True), log_lik
+    return best_log_p, best_log_lik
+
+
+def latent_class_start(z: np.ndarray, constraints: ConstraintSet, num_clusters: int, num_components: int = 50,
+                       seed: int = 0, n_init: int = 10, flip: float | None = None,
+                       min_variance: float = 1e-3) -> ClusterStart:
+    """Over-clustering plus a latent class model of the links (see :func:`fit_latent_classes`).
+
+    ``flip`` is the probability that a link is wrong; default: from each pair's confidence |W_ij| by the paper's
+    heuristic (:func:`dcgmm_tf.constraints.flip_probability`). Each sample takes the most likely class given its
+    component responsibilities, sum_a p(a | z) p(c | a); one diagonal Gaussian per class is then fitted to its
+    members.
+    """
+    z = _check_embeddings(z, num_clusters)
+    _check_components(num_components, num_clusters, len(z))
+    _check_constraints(constraints, len(z))
+    gmm = _fit_gmm(z, num_components, seed)
+    if not len(constraints):
+        raise ValueError("latent_class_start needs constraints; use gmm_start without them")
+    responsibilities = gmm.predict_proba(z)
+    components = responsibilities.argmax(axis=1)
+    pair_flip = (flip_probability(constraints.weight) if flip is None
+                 else np.full(len(constraints), float(flip)))
+    log_p, _ = fit_latent_classes(components[constraints.i], components[constraints.j],
+                                  constraints.must_link_mask, pair_flip,
+                                  np.bincount(components, minlength=num_components).astype(np.float64),
+                                  num_clusters, seed=seed, n_init=n_init)
+    assignments = (responsibilities @ np.exp(log_p)).argmax(axis=1)
+    means, variances = moment_match(z, assignments, num_clusters, min_variance)
+    return ClusterStart(means, variances, assignments)
+
+
+STRATEGIES = ("gmm", "merge", "latent_class")
+
+
+def cluster_start(z: np.ndarray, constraints: ConstraintSet | None, num_clusters: int, strategy: str = "latent_class",
+                  num_components: int = 100, seed: int = 0, min_variance: float = 1e-3) -> ClusterStart:
+    """The start of ``strategy`` (one of :data:`STRATEGIES`) on embeddings ``z``.
+
+    Without constraints (None or an empty set, as for VaDE) every strategy is the paper's :func:`gmm_start`.
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+    if strategy == "gmm" or constraints is None or not len(constraints):
+        return gmm_start(z, num_clusters, seed)
+    start = {"merge": merge_start, "latent_class": latent_class_start}[strategy]
+    return start(z, constraints, num_clusters, num_components=num_components, seed=seed, min_variance=min_variance)
+
+
+def init_clusters(model, x: np.ndarray, constraints: ConstraintSet | None = None, strategy: str = "latent_class",
+                  num_components: int = 100, seed: int = 0) -> ClusterStart:
+    """Set ``model``'s cluster means and variances from the start of ``strategy`` on its embeddings mu(x).
+
+    Call it after the autoencoder pretraining (:func:`dcgmm_tf.pretrain`); ``constraints`` index the rows of
+    ``x``. Returns the start (with the cluster of every row of ``x``).
+    """
+    start = cluster_start(model.embed(x), constraints, model.num_clusters, strategy, num_components, seed,
+                          min_variance=2 * model.min_variance)
+    model.set_cluster_parameters(start.means, start.variances)
+    return start

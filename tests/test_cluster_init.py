@@ -1,0 +1,127 @@
+"""Starts of the mixture (dcgmm_tf.cluster_init) on hand-made embeddings and constraints."""
+
+import numpy as np
+import pytest
+
+from dcgmm_tf import DCGMM, ConstraintSet, MLPDecoder, MLPEncoder, default_alpha, metrics
+from dcgmm_tf.cluster_init import (cluster_start, fit_latent_classes, gmm_start, init_clusters, latent_class_start,
+                                   merge_start, moment_match)
+from dcgmm_tf.constraints import flip_probability
+
+# Six tight blobs on a line; classes pair blobs that are NOT neighbours, so the geometry alone (a GMM with K = 3)
+# groups them wrongly and only the links can tell which blobs belong together.
+BLOB_X = np.array([0.0, 2.0, 1.0, 4.0, 3.0, 5.0])
+BLOB_CLASS = np.array([0, 0, 1, 1, 2, 2])
+
+
+def blobs(per_blob=40, seed=0):
+    rng = np.random.default_rng(seed)
+    blob = np.repeat(np.arange(6), per_blob)
+    z = np.stack([BLOB_X[blob], np.zeros(len(blob))], axis=1) + rng.normal(0, 0.05, (len(blob), 2))
+    return z, BLOB_CLASS[blob]
+
+
+def links(y, num_pairs=300, link_type="both", seed=0):
+    return ConstraintSet.from_labels(y, num_pairs, link_type=link_type, seed=seed)
+
+
+STARTS = [merge_start, latent_class_start]
+
+
+@pytest.mark.parametrize("start", STARTS)
+@pytest.mark.parametrize("link_type", ["both", "must", "cannot"])
+def test_linked_blobs_end_together_and_separated_blobs_stay_apart(start, link_type):
+    z, y = blobs()
+    result = start(z, links(y, link_type=link_type), 3, num_components=6, seed=0)
+    assert metrics.cluster_accuracy(y, result.assignments) == 1.0
+    assert result.means.shape == result.variances.shape == (3, 2)
+    # Each start's Gaussian sits between its two blobs.
+    np.testing.assert_allclose(np.sort(result.means[:, 0]), [1.0, 2.5, 4.0], atol=0.05)
+
+
+def test_the_paper_gmm_groups_neighbours_instead():
+    z, y = blobs()
+    assert metrics.cluster_accuracy(y, gmm_start(z, 3, seed=0).assignments) < 0.8
+
+
+@pytest.mark.parametrize("strategy", ["merge", "latent_class"])
+def test_starts_are_deterministic_given_the_seed(strategy):
+    z, y = blobs(seed=1)
+    z = z + np.random.default_rng(2).normal(0, 0.5, z.shape)  # overlapping blobs: the seed matters
+    constraints = links(y, 100)
+    first = cluster_start(z, constraints, 3, strategy, num_components=12, seed=3)
+    again = cluster_start(z, constraints, 3, strategy, num_components=12, seed=3)
+    np.testing.assert_array_equal(first.assignments, again.assignments)
+    np.testing.assert_array_equal(first.means, again.means)
+
+
+@pytest.mark.parametrize("strategy", ["gmm", "merge", "latent_class"])
+def test_without_constraints_every_strategy_is_the_paper_gmm(strategy):
+    z, y = blobs()
+    expected = gmm_start(z, 3, seed=0)
+    for constraints in (None, ConstraintSet.empty(len(z))):
+        result = cluster_start(z, constraints, 3, strategy, num_components=6, seed=0)
+        np.testing.assert_array_equal(result.means, expected.means)
+        np.testing.assert_array_equal(result.assignments, expected.assignments)
+
+
+@pytest.mark.parametrize("start", STARTS)
+@pytest.mark.parametrize("num_components, message", [(2, r"num_components \(K'\) must be in \[K=3"),
+                                                     (241, r"must be in \[K=3, N=240\]")])
+def test_bad_number_of_components_is_rejected(start, num_components, message):
+    z, y = blobs()
+    with pytest.raises(ValueError, match=message):
+        start(z, links(y), 3, num_components=num_components)
+
+
+def test_bad_embeddings_and_constraints_are_rejected():
+    z, y = blobs()
+    with pytest.raises(ValueError, match="finite"):
+        gmm_start(np.full_like(z, np.nan), 3)
+    with pytest.raises(ValueError, match="num_clusters"):
+        gmm_start(z, 1)
+    with pytest.raises(ValueError, match="index 100 samples but there are 240"):
+        merge_start(z, ConstraintSet([0], [1], [1.0], 100), 3, num_components=6)
+    with pytest.raises(ValueError, match="strategy must be one of"):
+        cluster_start(z, None, 3, "kmeans")
+
+
+def test_latent_classes_recover_noisy_links():
+    """EM on pairs of 12 components (4 classes x 3) with 20 % of the links flipped finds the classes."""
+    rng = np.random.default_rng(0)
+    component_class = np.repeat(np.arange(4), 3)
+    a, b = rng.integers(0, 12, 3000), rng.integers(0, 12, 3000)
+    must = (component_class[a] == component_class[b]) ^ (rng.random(3000) < 0.2)
+    log_p, log_lik = fit_latent_classes(a, b, must, np.full(3000, 0.2), np.full(12, 1000.0), 4, seed=0)
+    assert log_p.shape == (12, 4) and np.isfinite(log_lik)
+    np.testing.assert_allclose(np.exp(log_p).sum(axis=1), 1.0)
+    assert metrics.cluster_accuracy(component_class, log_p.argmax(axis=1)) == 1.0
+    assert np.exp(log_p).max(axis=1).min() > 0.9
+
+
+def test_moment_match_matches_numpy():
+    z, y = blobs()
+    means, variances = moment_match(z, y, 4, min_variance=1e-3)
+    for k in range(3):
+        np.testing.assert_allclose(means[k], z[y == k].mean(axis=0))
+        np.testing.assert_allclose(variances[k], np.maximum(z[y == k].var(axis=0), 1e-3))
+    np.testing.assert_allclose(means[3], z.mean(axis=0))  # an empty cluster takes the global statistics
+
+
+def test_flip_probability_inverts_the_papers_confidence():
+    for q in (0.1, 0.2, 0.3):
+        np.testing.assert_allclose(flip_probability(default_alpha(q)), q, rtol=1e-9)
+    assert 0 < flip_probability(1e4) < 1e-4
+    assert flip_probability(-2000.0) == flip_probability(2000.0)
+
+
+def test_init_clusters_sets_the_models_mixture():
+    x = np.random.default_rng(0).random((120, 8)).astype(np.float32)
+    model = DCGMM((8,), num_clusters=3, latent_dim=2, seed=0,
+                  encoder=MLPEncoder(2, hidden_units=(16,), name="encoder"),
+                  decoder=MLPDecoder(8, hidden_units=(16,), name="decoder"))
+    y = np.arange(120) % 3
+    start = init_clusters(model, x, links(y, 60), "latent_class", num_components=6, seed=0)
+    np.testing.assert_allclose(model.cluster_means.numpy(), start.means, rtol=1e-5)
+    np.testing.assert_allclose(model.cluster_variances.numpy(), start.variances, rtol=1e-4)
+    assert start.assignments.shape == (120,)
