@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from scipy import sparse
+from scipy import linalg, sparse
 from scipy.special import logsumexp
 from sklearn.mixture import GaussianMixture
 
@@ -191,23 +191,45 @@ def fit_latent_classes(a: np.ndarray, b: np.ndarray, must: np.ndarray, flip: np.
     return best_log_p, best_log_lik
 
 
-def latent_class_start(z: np.ndarray, constraints: ConstraintSet, num_clusters: int, num_components: int = 50,
-                       seed: int = 0, n_init: int = 10, flip: float | None = None,
+def link_metric(z: np.ndarray, constraints: ConstraintSet) -> np.ndarray:
+    """A linear map [D, D] of the embeddings under which cannot-linked pairs lie far apart and must-linked close.
+
+    With A the second moment of the differences z_i - z_j over the must-links and B over the cannot-links, the
+    map is V diag(sqrt(lambda)) for the generalised eigenproblem B v = lambda A v (V^T A V = I): must-link
+    differences become white, and each direction is stretched by how much more cannot-links spread along it.
+    A link type with fewer than 2 D pairs is replaced by random pairs (second moment 2 Cov(z)).
+    """
+    z = np.asarray(z, np.float64)
+    dim = z.shape[1]
+    fallback = 2.0 * np.atleast_2d(np.cov(z, rowvar=False))
+    moments = []
+    for mask in (constraints.must_link_mask, constraints.cannot_link_mask):
+        d = z[constraints.i[mask]] - z[constraints.j[mask]]
+        moments.append(d.T @ d / len(d) if len(d) >= 2 * dim else fallback)
+    within, between = moments
+    within = within + 1e-9 * np.trace(within) / dim * np.eye(dim)  # guard a singular moment
+    lam, v = linalg.eigh(between, within)
+    return v * np.sqrt(np.maximum(lam, 0.0))
+
+
+def latent_class_start(z: np.ndarray, constraints: ConstraintSet, num_clusters: int, num_components: int = 100,
+                       seed: int = 0, n_init: int = 10, flip: float | None = None, metric: bool = True,
                        min_variance: float = 1e-3) -> ClusterStart:
     """Over-clustering plus a latent class model of the links (see :func:`fit_latent_classes`).
 
     ``flip`` is the probability that a link is wrong; default: from each pair's confidence |W_ij| by the paper's
-    heuristic (:func:`dcgmm_tf.constraints.flip_probability`). Each sample takes the most likely class given its
+    heuristic (:func:`dcgmm_tf.constraints.flip_probability`). With ``metric`` the over-clustering runs on the
+    embeddings mapped by :func:`link_metric`. Each sample takes the most likely class given its
     component responsibilities, sum_a p(a | z) p(c | a); one diagonal Gaussian per class is then fitted to its
     members.
     """
     z = _check_embeddings(z, num_clusters)
     _check_components(num_components, num_clusters, len(z))
     _check_constraints(constraints, len(z))
-    gmm = _fit_gmm(z, num_components, seed)
     if not len(constraints):
         raise ValueError("latent_class_start needs constraints; use gmm_start without them")
-    responsibilities = gmm.predict_proba(z)
+    mapped = z @ link_metric(z, constraints) if metric else z
+    responsibilities = _fit_gmm(mapped, num_components, seed).predict_proba(mapped)
     components = responsibilities.argmax(axis=1)
     pair_flip = (flip_probability(constraints.weight) if flip is None
                  else np.full(len(constraints), float(flip)))

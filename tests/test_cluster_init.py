@@ -5,7 +5,7 @@ import pytest
 
 from dcgmm_tf import DCGMM, ConstraintSet, MLPDecoder, MLPEncoder, default_alpha, metrics
 from dcgmm_tf.cluster_init import (cluster_start, fit_latent_classes, gmm_start, init_clusters, latent_class_start,
-                                   merge_start, moment_match)
+                                   link_metric, merge_start, moment_match)
 from dcgmm_tf.constraints import flip_probability
 
 # Six tight blobs on a line; classes pair blobs that are NOT neighbours, so the geometry alone (a GMM with K = 3)
@@ -25,7 +25,12 @@ def links(y, num_pairs=300, link_type="both", seed=0):
     return ConstraintSet.from_labels(y, num_pairs, link_type=link_type, seed=seed)
 
 
-STARTS = [merge_start, latent_class_start]
+def latent_class_on_embeddings(*args, **kwargs):
+    """latent_class_start without the link metric: the grouping alone."""
+    return latent_class_start(*args, metric=False, **kwargs)
+
+
+STARTS = [merge_start, latent_class_on_embeddings]
 
 
 @pytest.mark.parametrize("start", STARTS)
@@ -97,6 +102,33 @@ def test_latent_classes_recover_noisy_links():
     np.testing.assert_allclose(np.exp(log_p).sum(axis=1), 1.0)
     assert metrics.cluster_accuracy(component_class, log_p.argmax(axis=1)) == 1.0
     assert np.exp(log_p).max(axis=1).min() > 0.9
+
+
+def test_link_metric_whitens_must_links_and_stretches_what_cannot_links_separate():
+    """Classes differ along axis 0 (spacing 1); axis 1 is wide nuisance noise. The map makes axis 0 dominant."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 3000)
+    z = np.stack([y + rng.normal(0, 0.1, 3000), rng.normal(0, 3.0, 3000)], axis=1)
+    constraints = links(y, 2000)
+    m = link_metric(z, constraints)
+    must, cannot = constraints.must_link_mask, constraints.cannot_link_mask
+    d_must = (z[constraints.i[must]] - z[constraints.j[must]]) @ m
+    d_cannot = (z[constraints.i[cannot]] - z[constraints.j[cannot]]) @ m
+    # With m = V sqrt(L), V^T A V = I and V^T B V = L: must-link moments become L, cannot-link moments L^2.
+    lam = np.diag(d_must.T @ d_must / len(d_must))
+    np.testing.assert_allclose(d_must.T @ d_must / len(d_must), np.diag(lam), atol=1e-6 * lam.max())
+    np.testing.assert_allclose(d_cannot.T @ d_cannot / len(d_cannot), np.diag(lam ** 2), rtol=1e-6,
+                               atol=1e-6 * lam.max() ** 2)
+    assert lam.max() > 50 * lam.min()
+    assert metrics.cluster_accuracy(y, gmm_start(z @ m, 3, seed=0).assignments) > 0.95
+    assert metrics.cluster_accuracy(y, gmm_start(z, 3, seed=0).assignments) < 0.7
+
+
+def test_link_metric_without_one_link_type_uses_random_pairs():
+    z, y = blobs()
+    for link_type in ("must", "cannot"):
+        m = link_metric(z, links(y, 300, link_type=link_type))
+        assert m.shape == (2, 2) and np.all(np.isfinite(m))
 
 
 def test_moment_match_matches_numpy():
