@@ -52,29 +52,31 @@ class ClusteringMetrics(keras.callbacks.Callback):
 
 
 class ClusterRestart(keras.callbacks.Callback):
-    """Restarts the mixture from the current embeddings after the given epochs (1-based).
+    """Restarts the mixture from the current embeddings every ``every`` epochs.
 
-    After each epoch in ``epochs`` the cluster means and variances are set to the start of ``strategy`` (see
-    :func:`dcgmm_tf.cluster_init.init_clusters`) on mu(x) of the training data ``x``, which the constraints have
-    shaped in the epochs before. Place it before the callbacks that save or evaluate the model.
+    After epochs ``every``, ``2 every``, ... that leave at least ``every`` epochs of training, the cluster means and
+    variances are set to the start of ``strategy`` (see :func:`dcgmm_tf.cluster_init.init_clusters`) on mu(x) of the
+    training data ``x``, which the constraints have shaped in the epochs before. Place it before the callbacks
+    that save or evaluate the model.
     """
 
-    def __init__(self, x: np.ndarray, constraints: ConstraintSet | None, epochs, strategy: str = "latent_class",
+    def __init__(self, x: np.ndarray, constraints: ConstraintSet, every: int, strategy: str = "latent_class",
                  num_components: int = 100, seed: int = 0):
         super().__init__()
         if strategy not in cluster_init.STRATEGIES:
             raise ValueError(f"strategy must be one of {cluster_init.STRATEGIES}, got {strategy!r}")
-        self.epochs = frozenset(int(e) for e in epochs)
-        if any(e < 1 for e in self.epochs):
-            raise ValueError(f"restart epochs must be >= 1, got {sorted(self.epochs)}")
-        self.x, self.constraints, self.strategy = x, constraints, strategy
+        if every < 1:
+            raise ValueError(f"every must be >= 1, got {every}")
+        self.x, self.constraints, self.every, self.strategy = x, constraints, every, strategy
         self.num_components, self.seed = num_components, seed
 
     def on_epoch_end(self, epoch, logs=None):
-        if epoch + 1 in self.epochs and not self.model.stop_training:
-            cluster_init.init_clusters(self.model, self.x, self.constraints, self.strategy, self.num_components,
-                                       self.seed + epoch + 1)
-            logging.info("mixture restarted by %s after epoch %d", self.strategy, epoch + 1)
+        done, total = epoch + 1, (self.params or {}).get("epochs", 0)
+        if done % self.every or done + self.every > total or self.model.stop_training:
+            return
+        cluster_init.init_clusters(self.model, self.x, self.constraints, self.strategy, self.num_components,
+                                   self.seed + done)
+        logging.info("mixture restarted by %s after epoch %d", self.strategy, done)
 
 
 def save_atomically(path: str | os.PathLike, write: Callable[[Path], None]) -> None:

@@ -41,8 +41,9 @@ flags.DEFINE_integer("init_labels_per_class", 0, "With --cluster_init=labels: us
                      "samples per class (drawn with the seed; 0: all).")
 flags.DEFINE_integer("init_components", 100, "With --cluster_init=merge or latent_class: number K' of GMM components "
                      "that the constraints group into K clusters.")
-flags.DEFINE_list("restart_epochs", [], "With --cluster_init=merge or latent_class: restart the mixture by the same "
-                  "strategy on the current embeddings after these epochs (e.g. 10,20).")
+flags.DEFINE_integer("restart_every", 0, "With --cluster_init=merge or latent_class and constraints: restart the mixture "
+                     "by the same strategy on the current embeddings every this many epochs, while at least as many "
+                     "epochs remain (0: never).")
 flags.DEFINE_integer("pretrain_seed", -1, "Seed of the pretraining (initial weights, autoencoder, GMM); -1: the run's "
                      "seed. Fixing it starts every run from the same pretrained model, as the paper's code does.")
 flags.DEFINE_integer("batch_size", 256, "Training batch size.")
@@ -102,7 +103,8 @@ for _name, _check, _rule in (
         ("threads", lambda v: v >= 0, "at least 0"), ("latent_dim", lambda v: v >= 1, "at least 1"),
         ("num_clusters", lambda v: v == 0 or v >= 2, "0 (the number of classes) or at least 2"),
         ("max_train_samples", lambda v: v >= 0, "at least 0"), ("max_test_samples", lambda v: v >= 0, "at least 0"),
-        ("eval_every", lambda v: v >= 1, "at least 1"), ("init_components", lambda v: v >= 2, "at least 2"), ("eval_batch_size", lambda v: v >= 1, "at least 1")):
+        ("eval_every", lambda v: v >= 1, "at least 1"), ("init_components", lambda v: v >= 2, "at least 2"),
+        ("restart_every", lambda v: v >= 0, "at least 0"), ("eval_batch_size", lambda v: v >= 1, "at least 1")):
     flags.register_validator(_name, _check, message=f"--{_name} must be {_rule}.")
 flags.register_multi_flags_validator(
     ["jit_compile", "deterministic"], lambda f: not (f["jit_compile"] and f["deterministic"]),
@@ -111,10 +113,8 @@ flags.register_multi_flags_validator(
     ["cluster_init", "method"], lambda f: f["cluster_init"] == "gmm" or f["method"] in ("dcgmm", "vade"),
     message="--cluster_init other than gmm applies to --method=dcgmm or vade only.")
 flags.register_multi_flags_validator(
-    ["restart_epochs", "cluster_init"],
-    lambda f: not f["restart_epochs"] or (f["cluster_init"] in ("merge", "latent_class")
-                                          and all(e.isdigit() and int(e) >= 1 for e in f["restart_epochs"])),
-    message="--restart_epochs needs --cluster_init=merge or latent_class and epochs >= 1.")
+    ["restart_every", "cluster_init"], lambda f: not f["restart_every"] or f["cluster_init"] in ("merge", "latent_class"),
+    message="--restart_every needs --cluster_init=merge or latent_class.")
 flags.register_multi_flags_validator(
     ["init_labels_per_class", "cluster_init"], lambda f: not f["init_labels_per_class"] or f["cluster_init"] == "labels",
     message="--init_labels_per_class needs --cluster_init=labels.")
@@ -253,9 +253,9 @@ def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir
         fit_steps = {"steps_per_epoch": steps}
     guard = NonFiniteLossGuard(run_dir / "last_good.weights.h5")
     restarts = []
-    if FLAGS.restart_epochs:
-        restarts = [ClusterRestart(x_train, constraints, [int(e) for e in FLAGS.restart_epochs], FLAGS.cluster_init,
-                                   FLAGS.init_components, seed)]
+    if FLAGS.restart_every and len(constraints):  # without constraints (VaDE) the mixture is never restarted
+        restarts = [ClusterRestart(x_train, constraints, FLAGS.restart_every, FLAGS.cluster_init, FLAGS.init_components,
+                                   seed)]
     callbacks = [*restarts, guard, ClusteringMetrics(x_test, y_test, every=FLAGS.eval_every, batch_size=FLAGS.eval_batch_size),
                  keras.callbacks.CSVLogger(str(run_dir / "history.csv"), append=initial_epoch > 0),
                  keras.callbacks.TensorBoard(str(run_dir / "tensorboard")), backup]

@@ -157,3 +157,32 @@ def test_init_clusters_sets_the_models_mixture():
     np.testing.assert_allclose(model.cluster_means.numpy(), start.means, rtol=1e-5)
     np.testing.assert_allclose(model.cluster_variances.numpy(), start.variances, rtol=1e-4)
     assert start.assignments.shape == (120,)
+
+
+def test_cluster_restart_resets_the_mixture_while_enough_epochs_remain():
+    import keras
+
+    from dcgmm_tf.callbacks import ClusterRestart
+    from dcgmm_tf.data import constrained_dataset
+
+    rng = np.random.default_rng(0)
+    y = np.arange(240) % 3
+    x = np.clip(0.2 + 0.3 * np.eye(3)[y].repeat(4, axis=1) + rng.normal(0, 0.05, (240, 12)), 0, 1).astype(np.float32)
+    constraints = links(y, 100)
+    model = DCGMM((12,), num_clusters=3, latent_dim=2, seed=0,
+                  encoder=MLPEncoder(2, hidden_units=(16,), name="encoder"),
+                  decoder=MLPDecoder(12, hidden_units=(16,), name="decoder"))
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    restarted = []
+
+    class Check(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            expected = cluster_start(model.embed(x), constraints, 3, "latent_class", 6, seed=7 + epoch + 1,
+                                     min_variance=2 * model.min_variance)
+            restarted.append(np.allclose(model.cluster_means.numpy(), expected.means, rtol=1e-5, atol=1e-6))
+
+    model.fit(constrained_dataset(x, constraints, batch_size=64, seed=0), epochs=6, verbose=0,
+              callbacks=[ClusterRestart(x, constraints, every=2, num_components=6, seed=7), Check()])
+    assert restarted == [False, True, False, True, False, False]  # after 2 and 4; after 6 no epoch is left
+    with pytest.raises(ValueError, match="every must be >= 1"):
+        ClusterRestart(x, constraints, every=0)
