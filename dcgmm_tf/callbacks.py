@@ -52,12 +52,12 @@ class ClusteringMetrics(keras.callbacks.Callback):
 
 
 class ClusterRestart(keras.callbacks.Callback):
-    """Restarts the mixture from the current embeddings every ``every`` epochs.
+    """Restarts the mixture from the current embeddings every ``every`` epochs and after the last epoch.
 
-    After epochs ``every``, ``2 every``, ... that leave at least ``every`` epochs of training, the cluster means and
-    variances are set to the start of ``strategy`` (see :func:`dcgmm_tf.cluster_init.init_clusters`) on mu(x) of the
-    training data ``x``, which the constraints have shaped in the epochs before. Place it before the callbacks
-    that save or evaluate the model.
+    After epochs ``every``, ``2 every``, ... and after the last one, the cluster means and variances are set to the
+    start of ``strategy`` (see :func:`dcgmm_tf.cluster_init.init_clusters`) on mu(x) of the training data ``x``,
+    which the constraints have shaped in the epochs before. Place it before the callbacks that save or evaluate
+    the model.
     """
 
     def __init__(self, x: np.ndarray, constraints: ConstraintSet, every: int, strategy: str = "latent_class",
@@ -72,7 +72,7 @@ class ClusterRestart(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         done, total = epoch + 1, (self.params or {}).get("epochs", 0)
-        if done % self.every or done + self.every > total or self.model.stop_training:
+        if (done % self.every and done != total) or self.model.stop_training:
             return
         cluster_init.init_clusters(self.model, self.x, self.constraints, self.strategy, self.num_components,
                                    self.seed + done)

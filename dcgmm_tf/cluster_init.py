@@ -145,14 +145,16 @@ def _log_others(log_theta: np.ndarray) -> np.ndarray:
 
 def fit_latent_classes(a: np.ndarray, b: np.ndarray, must: np.ndarray, flip: np.ndarray,
                        component_sizes: np.ndarray, num_clusters: int, seed: int = 0, n_init: int = 10,
-                       max_iter: int = 300, smoothing: float = 0.1, tol: float = 1e-7) -> tuple[np.ndarray, float]:
+                       max_iter: int = 300, smoothing: float = 0.1, tol: float = 1e-7,
+                       warm_start: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """EM for a latent class model of the components: returns log p(c | a) [K', K] and the log-likelihood.
 
     Every sample has a class c ~ 1/K (DC-GMM's fixed prior) and lies in component a ~ theta_c. Pair n joins a
     sample of component ``a[n]`` and one of ``b[n]``; it is observed as a must-link when their classes agree,
     except that it is flipped with probability ``flip[n]``. The other samples (``component_sizes`` minus the pair
     ends) are observed through their component only; they make every class hold about 1/K of the data. The best
-    of ``n_init`` random starts (largest likelihood per sample) is returned; ``smoothing`` pseudo-counts per
+    of ``n_init`` random starts and of ``warm_start`` (counts [K', K] of samples per component and class, e.g.
+    from the current clusters) is returned, by the largest likelihood per sample; ``smoothing`` pseudo-counts per
     (component, class) keep all probabilities positive.
     """
     if smoothing <= 0:
@@ -166,9 +168,12 @@ def fit_latent_classes(a: np.ndarray, b: np.ndarray, must: np.ndarray, flip: np.
                              shape=(num_components, 2 * len(a)))  # scatter-adds pair ends onto components
     free = np.maximum(component_sizes - np.asarray(ends.sum(axis=1)).ravel(), 0.0)[:, None]
     num_samples = free.sum() + 2 * len(a)
+    starts = [rng.dirichlet(np.ones(num_clusters), num_components) * component_sizes[:, None] for _ in range(n_init)]
+    if warm_start is not None:
+        starts.insert(0, np.asarray(warm_start, np.float64))
     best_log_p, best_log_lik = None, -np.inf
-    for _ in range(n_init):
-        counts = smoothing + rng.dirichlet(np.ones(num_clusters), num_components) * component_sizes[:, None]
+    for start in starts:
+        counts = smoothing + start
         previous = -np.inf
         for _ in range(max_iter):
             log_theta = np.log(counts) - np.log(counts.sum(axis=0, keepdims=True))  # log p(a | c)
@@ -185,7 +190,7 @@ def fit_latent_classes(a: np.ndarray, b: np.ndarray, must: np.ndarray, flip: np.
             if log_lik - previous < tol:
                 break
             previous = log_lik
-        if log_lik > best_log_lik:
+        if log_lik > best_log_lik + 1e-5:  # a later start must be better by more than a tie: the warm one wins ties
             log_theta = np.log(counts) - np.log(counts.sum(axis=0, keepdims=True))
             best_log_p, best_log_lik = log_theta - logsumexp(log_theta, axis=1, keepdims=True), log_lik
     return best_log_p, best_log_lik
@@ -214,12 +219,14 @@ def link_metric(z: np.ndarray, constraints: ConstraintSet) -> np.ndarray:
 
 def latent_class_start(z: np.ndarray, constraints: ConstraintSet, num_clusters: int, num_components: int = 100,
                        seed: int = 0, n_init: int = 10, flip: float | None = None, metric: bool = True,
-                       min_variance: float = 1e-3) -> ClusterStart:
+                       current: np.ndarray | None = None, min_variance: float = 1e-3) -> ClusterStart:
     """Over-clustering plus a latent class model of the links (see :func:`fit_latent_classes`).
 
     ``flip`` is the probability that a link is wrong; default: from each pair's confidence |W_ij| by the paper's
     heuristic (:func:`dcgmm_tf.constraints.flip_probability`). With ``metric`` the over-clustering runs on the
-    embeddings mapped by :func:`link_metric`. Each sample takes the most likely class given its
+    embeddings mapped by :func:`link_metric`. ``current`` ([N, K] cluster probabilities, e.g. of the model being
+    restarted) adds its grouping of the components as one more EM start, so that a restart keeps the current
+    clusters unless the links favour another grouping. Each sample takes the most likely class given its
     component responsibilities, sum_a p(a | z) p(c | a); one diagonal Gaussian per class is then fitted to its
     members.
     """
@@ -228,6 +235,9 @@ def latent_class_start(z: np.ndarray, constraints: ConstraintSet, num_clusters: 
     _check_constraints(constraints, len(z))
     if not len(constraints):
         raise ValueError("latent_class_start needs constraints; use gmm_start without them")
+    if current is not None and np.shape(current) != (len(z), num_clusters):
+        raise ValueError(f"current must hold cluster probabilities of shape {(len(z), num_clusters)}, "
+                         f"got {np.shape(current)}")
     mapped = z @ link_metric(z, constraints) if metric else z
     responsibilities = _fit_gmm(mapped, num_components, seed).predict_proba(mapped)
     components = responsibilities.argmax(axis=1)
@@ -236,7 +246,8 @@ def latent_class_start(z: np.ndarray, constraints: ConstraintSet, num_clusters: 
     log_p, _ = fit_latent_classes(components[constraints.i], components[constraints.j],
                                   constraints.must_link_mask, pair_flip,
                                   np.bincount(components, minlength=num_components).astype(np.float64),
-                                  num_clusters, seed=seed, n_init=n_init)
+                                  num_clusters, seed=seed, n_init=n_init,
+                                  warm_start=None if current is None else responsibilities.T @ current)
     assignments = (responsibilities @ np.exp(log_p)).argmax(axis=1)
     means, variances = moment_match(z, assignments, num_clusters, min_variance)
     return ClusterStart(means, variances, assignments)
@@ -246,27 +257,33 @@ STRATEGIES = ("gmm", "merge", "latent_class")
 
 
 def cluster_start(z: np.ndarray, constraints: ConstraintSet | None, num_clusters: int, strategy: str = "latent_class",
-                  num_components: int = 100, seed: int = 0, min_variance: float = 1e-3) -> ClusterStart:
+                  num_components: int = 100, seed: int = 0, min_variance: float = 1e-3,
+                  current: np.ndarray | None = None) -> ClusterStart:
     """The start of ``strategy`` (one of :data:`STRATEGIES`) on embeddings ``z``.
 
     Without constraints (None or an empty set, as for VaDE) every strategy is the paper's :func:`gmm_start`.
+    ``current`` (cluster probabilities [N, K]) is used by ``latent_class`` only (see :func:`latent_class_start`).
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
     if strategy == "gmm" or constraints is None or not len(constraints):
         return gmm_start(z, num_clusters, seed)
-    start = {"merge": merge_start, "latent_class": latent_class_start}[strategy]
-    return start(z, constraints, num_clusters, num_components=num_components, seed=seed, min_variance=min_variance)
+    if strategy == "merge":
+        return merge_start(z, constraints, num_clusters, num_components, seed, min_variance)
+    return latent_class_start(z, constraints, num_clusters, num_components, seed, current=current,
+                              min_variance=min_variance)
 
 
 def init_clusters(model, x: np.ndarray, constraints: ConstraintSet | None = None, strategy: str = "latent_class",
                   num_components: int = 100, seed: int = 0) -> ClusterStart:
     """Set ``model``'s cluster means and variances from the start of ``strategy`` on its embeddings mu(x).
 
-    Call it after the autoencoder pretraining (:func:`dcgmm_tf.pretrain`); ``constraints`` index the rows of
-    ``x``. Returns the start (with the cluster of every row of ``x``).
+    Call it after the autoencoder pretraining (:func:`dcgmm_tf.pretrain`), or during training to restart the
+    mixture; ``constraints`` index the rows of ``x``. The model's current clusters p(c | x) are one of the
+    candidate groupings of ``latent_class``. Returns the start (with the cluster of every row of ``x``).
     """
+    current = model.predict(x, batch_size=1024, verbose=0) if strategy == "latent_class" else None
     start = cluster_start(model.embed(x), constraints, model.num_clusters, strategy, num_components, seed,
-                          min_variance=2 * model.min_variance)
+                          min_variance=2 * model.min_variance, current=current)
     model.set_cluster_parameters(start.means, start.variances)
     return start

@@ -33,17 +33,18 @@ flags.DEFINE_integer("epochs", 500, "Training epochs (paper: 1000 for MNIST, 500
 flags.DEFINE_integer("pretrain_epochs", 10, "Autoencoder pretraining epochs.")
 flags.DEFINE_integer("pretrain_batch_size", 256, "Autoencoder pretraining batch size.")
 flags.DEFINE_enum("cluster_init", "gmm", ["gmm", "merge", "latent_class", "labels"],
-                  "Initial mixture: gmm (the paper: a diagonal GMM on the pretrained embeddings), merge or latent_class "
-                  "(--init_components GMM components grouped by the constraints; see dcgmm_tf.cluster_init), or labels (class "
-                  "means/variances of the embeddings of labelled training samples: all of them as a diagnostic, a few "
-                  "per class with --init_labels_per_class as a semi-supervised start; see docs/reproduction.md).")
+                  "Initial mixture (dcgmm, vade): gmm (the paper's protocol: a diagonal GMM on the pretrained "
+                  "embeddings), merge or latent_class (--init_components GMM components grouped by the constraints, "
+                  "see dcgmm_tf.cluster_init; without constraints the same as gmm), or labels (class means/variances "
+                  "of the embeddings of labelled training samples: all of them as a diagnostic, a few per class with "
+                  "--init_labels_per_class as a semi-supervised start; see docs/reproduction.md).")
 flags.DEFINE_integer("init_labels_per_class", 0, "With --cluster_init=labels: use this many labelled training "
                      "samples per class (drawn with the seed; 0: all).")
 flags.DEFINE_integer("init_components", 100, "With --cluster_init=merge or latent_class: number K' of GMM components "
                      "that the constraints group into K clusters.")
-flags.DEFINE_integer("restart_every", 0, "With --cluster_init=merge or latent_class and constraints: restart the mixture "
-                     "by the same strategy on the current embeddings every this many epochs, while at least as many "
-                     "epochs remain (0: never).")
+flags.DEFINE_integer("restart_every", 0, "With --cluster_init=merge or latent_class and constraints: restart the "
+                     "mixture by the same strategy on the current embeddings every this many epochs and after the "
+                     "last (0: never).")
 flags.DEFINE_integer("pretrain_seed", -1, "Seed of the pretraining (initial weights, autoencoder, GMM); -1: the run's "
                      "seed. Fixing it starts every run from the same pretrained model, as the paper's code does.")
 flags.DEFINE_integer("batch_size", 256, "Training batch size.")
@@ -109,12 +110,14 @@ for _name, _check, _rule in (
 flags.register_multi_flags_validator(
     ["jit_compile", "deterministic"], lambda f: not (f["jit_compile"] and f["deterministic"]),
     message="--jit_compile needs --nodeterministic: XLA has no deterministic mode.")
+for _name in ("cluster_init", "restart_every", "init_components"):  # the baselines have no mixture to start
+    flags.register_multi_flags_validator(
+        [_name, "method"], lambda f, name=_name: f["method"] in ("dcgmm", "vade") or not FLAGS[name].present,
+        message=f"--{_name} applies to --method=dcgmm or vade only.")
 flags.register_multi_flags_validator(
-    ["cluster_init", "method"], lambda f: f["cluster_init"] == "gmm" or f["method"] in ("dcgmm", "vade"),
-    message="--cluster_init other than gmm applies to --method=dcgmm or vade only.")
-flags.register_multi_flags_validator(
-    ["restart_every", "cluster_init"], lambda f: not f["restart_every"] or f["cluster_init"] in ("merge", "latent_class"),
-    message="--restart_every needs --cluster_init=merge or latent_class.")
+    ["restart_every", "cluster_init"],
+    lambda f: not f["restart_every"] or f["cluster_init"] in ("merge", "latent_class"),
+    message="--restart_every needs --cluster_init=merge or latent_class (or --restart_every=0).")
 flags.register_multi_flags_validator(
     ["init_labels_per_class", "cluster_init"], lambda f: not f["init_labels_per_class"] or f["cluster_init"] == "labels",
     message="--init_labels_per_class needs --cluster_init=labels.")
@@ -185,8 +188,8 @@ def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir
     import numpy as np
 
     from dcgmm_tf import metrics, pretrain
-    from dcgmm_tf.callbacks import (ClusterRestart, ClusteringMetrics, NonFiniteLossGuard, TrainingBackup, save_atomically,
-                                    trim_history)
+    from dcgmm_tf.callbacks import (ClusterRestart, ClusteringMetrics, NonFiniteLossGuard, TrainingBackup,
+                                    save_atomically, trim_history)
     from dcgmm_tf.data import constrained_dataset
     from dcgmm_tf.distribute import distributed_constrained_dataset
     from dcgmm_tf.optimizers import FusedAdam
@@ -256,7 +259,8 @@ def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir
     if FLAGS.restart_every and len(constraints):  # without constraints (VaDE) the mixture is never restarted
         restarts = [ClusterRestart(x_train, constraints, FLAGS.restart_every, FLAGS.cluster_init, FLAGS.init_components,
                                    seed)]
-    callbacks = [*restarts, guard, ClusteringMetrics(x_test, y_test, every=FLAGS.eval_every, batch_size=FLAGS.eval_batch_size),
+    callbacks = [*restarts, guard,
+                 ClusteringMetrics(x_test, y_test, every=FLAGS.eval_every, batch_size=FLAGS.eval_batch_size),
                  keras.callbacks.CSVLogger(str(run_dir / "history.csv"), append=initial_epoch > 0),
                  keras.callbacks.TensorBoard(str(run_dir / "tensorboard")), backup]
     model.fit(train_data, epochs=FLAGS.epochs, initial_epoch=initial_epoch, callbacks=callbacks,

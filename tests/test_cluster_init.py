@@ -147,6 +147,15 @@ def test_flip_probability_inverts_the_papers_confidence():
     assert flip_probability(-2000.0) == flip_probability(2000.0)
 
 
+def test_latent_class_restart_from_the_current_clusters_keeps_their_numbering():
+    z, y = blobs()
+    current = np.eye(3)[(y + 1) % 3]  # the right grouping under other cluster numbers
+    result = latent_class_start(z, links(y), 3, num_components=6, seed=0, metric=False, current=current)
+    np.testing.assert_array_equal(result.assignments, (y + 1) % 3)
+    with pytest.raises(ValueError, match=r"current must hold cluster probabilities of shape \(240, 3\)"):
+        latent_class_start(z, links(y), 3, num_components=6, current=current[:10])
+
+
 def test_init_clusters_sets_the_models_mixture():
     x = np.random.default_rng(0).random((120, 8)).astype(np.float32)
     model = DCGMM((8,), num_clusters=3, latent_dim=2, seed=0,
@@ -159,7 +168,7 @@ def test_init_clusters_sets_the_models_mixture():
     assert start.assignments.shape == (120,)
 
 
-def test_cluster_restart_resets_the_mixture_while_enough_epochs_remain():
+def test_cluster_restart_regroups_the_mixture_every_n_epochs_and_after_the_last():
     import keras
 
     from dcgmm_tf.callbacks import ClusterRestart
@@ -177,12 +186,12 @@ def test_cluster_restart_resets_the_mixture_while_enough_epochs_remain():
 
     class Check(keras.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):
-            expected = cluster_start(model.embed(x), constraints, 3, "latent_class", 6, seed=7 + epoch + 1,
+            expected = cluster_start(model.embed(x), constraints, 3, "merge", 6, seed=7 + epoch + 1,
                                      min_variance=2 * model.min_variance)
             restarted.append(np.allclose(model.cluster_means.numpy(), expected.means, rtol=1e-5, atol=1e-6))
 
-    model.fit(constrained_dataset(x, constraints, batch_size=64, seed=0), epochs=6, verbose=0,
-              callbacks=[ClusterRestart(x, constraints, every=2, num_components=6, seed=7), Check()])
-    assert restarted == [False, True, False, True, False, False]  # after 2 and 4; after 6 no epoch is left
+    model.fit(constrained_dataset(x, constraints, batch_size=64, seed=0), epochs=5, verbose=0, shuffle=False,
+              callbacks=[ClusterRestart(x, constraints, every=2, strategy="merge", num_components=6, seed=7), Check()])
+    assert restarted == [False, True, False, True, True]  # after epochs 2 and 4, and after the last
     with pytest.raises(ValueError, match="every must be >= 1"):
         ClusterRestart(x, constraints, every=0)
