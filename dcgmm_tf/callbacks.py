@@ -61,7 +61,7 @@ class ClusterRestart(keras.callbacks.Callback):
     """
 
     def __init__(self, x: np.ndarray, constraints: ConstraintSet, every: int, strategy: str = "latent_class",
-                 num_components: int = 100, seed: int = 0):
+                 num_components: int | None = None, seed: int = 0):
         super().__init__()
         if strategy not in cluster_init.STRATEGIES:
             raise ValueError(f"strategy must be one of {cluster_init.STRATEGIES}, got {strategy!r}")

@@ -42,10 +42,18 @@ def _check_embeddings(z: np.ndarray, num_clusters: int) -> np.ndarray:
     return z
 
 
-def _check_components(num_components: int, num_clusters: int, num_samples: int) -> None:
+def default_components(num_clusters: int, num_samples: int) -> int:
+    """K' when none is given: 10 K, but at most one component per 50 samples (and at least 2 K, at most N)."""
+    return min(10 * num_clusters, max(2 * num_clusters, num_samples // 50), num_samples)
+
+
+def _check_components(num_components: int | None, num_clusters: int, num_samples: int) -> int:
+    if num_components is None:
+        return default_components(num_clusters, num_samples)
     if not num_clusters <= num_components <= num_samples:
         raise ValueError(f"num_components (K') must be in [K={num_clusters}, N={num_samples}], "
                          f"got {num_components}")
+    return num_components
 
 
 def _check_constraints(constraints: ConstraintSet, num_samples: int) -> None:
@@ -93,17 +101,17 @@ def _component_links(components: np.ndarray, constraints: ConstraintSet,
     return counts[0], counts[1]
 
 
-def merge_start(z: np.ndarray, constraints: ConstraintSet, num_clusters: int, num_components: int = 50,
-                seed: int = 0, min_variance: float = 1e-3) -> ClusterStart:
+def merge_start(z: np.ndarray, constraints: ConstraintSet, num_clusters: int,
+                num_components: int | None = None, seed: int = 0, min_variance: float = 1e-3) -> ClusterStart:
     """Over-clustering plus constraint-guided merging.
 
-    A diagonal GMM with K' = ``num_components`` components is fitted to ``z``; starting from one group per
-    component, the two groups with the largest (must-links - cannot-links between them) / sqrt(n_a n_b) are
-    merged until K groups are left (ties: the pair of groups whose means are closest). One diagonal Gaussian
-    per group is then fitted to its members.
+    A diagonal GMM with K' = ``num_components`` components (default: :func:`default_components`) is fitted to
+    ``z``; starting from one group per component, the two groups with the largest (must-links - cannot-links
+    between them) / sqrt(n_a n_b) are merged until K groups are left (ties: the pair of groups whose means are
+    closest). One diagonal Gaussian per group is then fitted to its members.
     """
     z = _check_embeddings(z, num_clusters)
-    _check_components(num_components, num_clusters, len(z))
+    num_components = _check_components(num_components, num_clusters, len(z))
     _check_constraints(constraints, len(z))
     components = _fit_gmm(z, num_components, seed).predict(z)
     must, cannot = _component_links(components, constraints, num_components)
@@ -112,6 +120,9 @@ def merge_start(z: np.ndarray, constraints: ConstraintSet, num_clusters: int, nu
     sums = np.stack([z[components == a].sum(axis=0) for a in range(num_components)])
     group = np.arange(num_components)
     alive = sizes > 0
+    if alive.sum() < num_clusters:
+        raise ValueError(f"only {alive.sum()} of the {num_components} GMM components hold samples, fewer than "
+                         f"K={num_clusters}; the embeddings have too few distinct points")
     while alive.sum() > num_clusters:
         idx = np.flatnonzero(alive)
         score = links[np.ix_(idx, idx)] / np.sqrt(np.outer(sizes[idx], sizes[idx]))
@@ -129,9 +140,6 @@ def merge_start(z: np.ndarray, constraints: ConstraintSet, num_clusters: int, nu
         alive[b] = False
         group[group == b] = a
     labels = np.searchsorted(np.flatnonzero(alive), group)
-    if not alive.sum() == num_clusters:  # fewer occupied components than clusters: keep the GMM's empties apart
-        raise ValueError(f"only {alive.sum()} of the {num_components} components hold samples; choose a "
-                         f"smaller num_components")
     assignments = labels[components]
     means, variances = moment_match(z, assignments, num_clusters, min_variance)
     return ClusterStart(means, variances, assignments)
@@ -217,7 +225,8 @@ def link_metric(z: np.ndarray, constraints: ConstraintSet) -> np.ndarray:
     return v * np.sqrt(np.maximum(lam, 0.0))
 
 
-def latent_class_start(z: np.ndarray, constraints: ConstraintSet, num_clusters: int, num_components: int = 100,
+def latent_class_start(z: np.ndarray, constraints: ConstraintSet, num_clusters: int,
+                       num_components: int | None = None,
                        seed: int = 0, n_init: int = 10, flip: float | None = None, metric: bool = True,
                        current: np.ndarray | None = None, min_variance: float = 1e-3) -> ClusterStart:
     """Over-clustering plus a latent class model of the links (see :func:`fit_latent_classes`).
@@ -231,7 +240,7 @@ def latent_class_start(z: np.ndarray, constraints: ConstraintSet, num_clusters: 
     members.
     """
     z = _check_embeddings(z, num_clusters)
-    _check_components(num_components, num_clusters, len(z))
+    num_components = _check_components(num_components, num_clusters, len(z))
     _check_constraints(constraints, len(z))
     if not len(constraints):
         raise ValueError("latent_class_start needs constraints; use gmm_start without them")
@@ -257,7 +266,7 @@ STRATEGIES = ("gmm", "merge", "latent_class")
 
 
 def cluster_start(z: np.ndarray, constraints: ConstraintSet | None, num_clusters: int, strategy: str = "latent_class",
-                  num_components: int = 100, seed: int = 0, min_variance: float = 1e-3,
+                  num_components: int | None = None, seed: int = 0, min_variance: float = 1e-3,
                   current: np.ndarray | None = None) -> ClusterStart:
     """The start of ``strategy`` (one of :data:`STRATEGIES`) on embeddings ``z``.
 
@@ -275,7 +284,7 @@ def cluster_start(z: np.ndarray, constraints: ConstraintSet | None, num_clusters
 
 
 def init_clusters(model, x: np.ndarray, constraints: ConstraintSet | None = None, strategy: str = "latent_class",
-                  num_components: int = 100, seed: int = 0) -> ClusterStart:
+                  num_components: int | None = None, seed: int = 0) -> ClusterStart:
     """Set ``model``'s cluster means and variances from the start of ``strategy`` on its embeddings mu(x).
 
     Call it after the autoencoder pretraining (:func:`dcgmm_tf.pretrain`), or during training to restart the

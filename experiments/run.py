@@ -40,8 +40,8 @@ flags.DEFINE_enum("cluster_init", "gmm", ["gmm", "merge", "latent_class", "label
                   "--init_labels_per_class as a semi-supervised start; see docs/reproduction.md).")
 flags.DEFINE_integer("init_labels_per_class", 0, "With --cluster_init=labels: use this many labelled training "
                      "samples per class (drawn with the seed; 0: all).")
-flags.DEFINE_integer("init_components", 100, "With --cluster_init=merge or latent_class: number K' of GMM components "
-                     "that the constraints group into K clusters.")
+flags.DEFINE_integer("init_components", 0, "With --cluster_init=merge or latent_class: number K' of GMM components "
+                     "that the constraints group into K clusters (0: 10 K, at most one per 50 training samples).")
 flags.DEFINE_integer("restart_every", 0, "With --cluster_init=merge or latent_class and constraints: restart the "
                      "mixture by the same strategy on the current embeddings every this many epochs and after the "
                      "last (0: never).")
@@ -104,7 +104,8 @@ for _name, _check, _rule in (
         ("threads", lambda v: v >= 0, "at least 0"), ("latent_dim", lambda v: v >= 1, "at least 1"),
         ("num_clusters", lambda v: v == 0 or v >= 2, "0 (the number of classes) or at least 2"),
         ("max_train_samples", lambda v: v >= 0, "at least 0"), ("max_test_samples", lambda v: v >= 0, "at least 0"),
-        ("eval_every", lambda v: v >= 1, "at least 1"), ("init_components", lambda v: v >= 2, "at least 2"),
+        ("eval_every", lambda v: v >= 1, "at least 1"),
+        ("init_components", lambda v: v == 0 or v >= 2, "0 (automatic) or at least 2"),
         ("restart_every", lambda v: v >= 0, "at least 0"), ("eval_batch_size", lambda v: v >= 1, "at least 1")):
     flags.register_validator(_name, _check, message=f"--{_name} must be {_rule}.")
 flags.register_multi_flags_validator(
@@ -210,9 +211,9 @@ def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir
     cached = pretrain(model, x_train, epochs=FLAGS.pretrain_epochs, batch_size=FLAGS.pretrain_batch_size,
                       seed=pretrain_seed, cache_path=cache, verbose=FLAGS.verbose)
     logging.info("pretrained weights %s %s", "loaded from" if cached else "saved to", cache)
-    if FLAGS.cluster_init in ("merge", "latent_class"):
-        init_clusters(model, x_train, constraints, FLAGS.cluster_init, FLAGS.init_components, seed)
-        logging.info("mixture initialised by %s on %d components", FLAGS.cluster_init, FLAGS.init_components)
+    if FLAGS.cluster_init in ("merge", "latent_class") and len(constraints):  # without: pretrain's GMM is the start
+        init_clusters(model, x_train, constraints, FLAGS.cluster_init, FLAGS.init_components or None, seed)
+        logging.info("mixture initialised by %s", FLAGS.cluster_init)
     elif FLAGS.cluster_init == "labels":
         labelled = labelled_subset(y_train, FLAGS.init_labels_per_class, seed)
         cluster_prior_from_labels(model, x_train[labelled], y_train[labelled])
@@ -257,8 +258,8 @@ def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir
     guard = NonFiniteLossGuard(run_dir / "last_good.weights.h5")
     restarts = []
     if FLAGS.restart_every and len(constraints):  # without constraints (VaDE) the mixture is never restarted
-        restarts = [ClusterRestart(x_train, constraints, FLAGS.restart_every, FLAGS.cluster_init, FLAGS.init_components,
-                                   seed)]
+        restarts = [ClusterRestart(x_train, constraints, FLAGS.restart_every, FLAGS.cluster_init,
+                                   FLAGS.init_components or None, seed)]
     callbacks = [*restarts, guard,
                  ClusteringMetrics(x_test, y_test, every=FLAGS.eval_every, batch_size=FLAGS.eval_batch_size),
                  keras.callbacks.CSVLogger(str(run_dir / "history.csv"), append=initial_epoch > 0),

@@ -124,7 +124,7 @@ def test_truncated_or_corrupt_npz(tmp_path):
     ("--constraints_file=c.csv --max_train_samples=100", "cannot be combined with --max_train_samples"),
     ("--cluster_init=labels --method=sdec", "--cluster_init applies to --method=dcgmm or vade only."),
     ("--init_components=40 --method=pckmeans", "--init_components applies to --method=dcgmm or vade only."),
-    ("--init_components=1", "--init_components must be at least 2."),
+    ("--init_components=1", "--init_components must be 0 (automatic) or at least 2."),
     ("--restart_every=5 --cluster_init=gmm", "--restart_every needs --cluster_init=merge or latent_class"),
     ("--pretrain_seed=-2", "--pretrain_seed must be -1 (the run's seed) or a seed >= 0"),
     ("--init_labels_per_class=5", "--init_labels_per_class needs --cluster_init=labels."),
