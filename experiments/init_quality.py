@@ -1,14 +1,15 @@
-r"""How good is the initial mixture? Test ACC of the pretrained GMM by pretraining length and data.
+r"""How good is the initial mixture? Test ACC of each start strategy by pretraining length and data.
 
-    python -m experiments.init_quality --dataset=fashion --seeds=0 --pretrain_epochs=10,30,60 --threads=1
-    python -m experiments.init_quality --dataset=fashion --seeds=0 --pretrain_epochs=10 --pretrain_on=train_test
+    python -m experiments.init_quality --dataset=fashion --seeds=0,1,2 --pretrain_epochs=10 \
+        --strategies=gmm,merge,latent_class --gmm_states=3 --threads=1
+    python -m experiments.init_quality --dataset=fashion --seeds=0 --pretrain_epochs=10,30,60 --strategies=gmm
 
 For each seed the autoencoder is pretrained once, continued to each --pretrain_epochs value in turn; after
-each, diagonal GMMs with --gmm_states random states are fitted to the training embeddings (what
-``dcgmm_tf.pretrain`` does with one state) and scored on the test split, together with the constraint
-satisfaction of their training assignments and the ACC of the label-aligned mixture
-(``cluster_prior_from_labels``) for reference. One CSV row per (seed, epochs, GMM state) in
-<output_dir>/init_quality.csv.
+each, every start of --strategies (``dcgmm_tf.cluster_init``; gmm is what ``dcgmm_tf.pretrain`` does) is
+computed with --gmm_states random states on the training embeddings and the seed's constraints, and scored
+on the test split, together with the constraint satisfaction of its training assignments and the ACC of the
+label-aligned mixture (``cluster_prior_from_labels``) for reference. One CSV row per (seed, epochs, strategy,
+state) in <output_dir>/init_quality.csv.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ flags.DEFINE_list("seeds", ["0"], "Pretraining seeds.")
 flags.DEFINE_list("pretrain_epochs", ["10", "30", "60"], "Increasing autoencoder epochs at which to fit the GMMs.")
 flags.DEFINE_enum("pretrain_on", "train", ["train", "train_test"],
                   "Pretraining images: the training split, or training + test images (the authors' code).")
-flags.DEFINE_integer("gmm_states", 3, "GMM random states per checkpoint.")
+flags.DEFINE_list("strategies", ["gmm"], "Start strategies (dcgmm_tf.cluster_init.STRATEGIES).")
+flags.DEFINE_integer("gmm_states", 3, "Random states (of the GMMs) per checkpoint and strategy.")
 flags.DEFINE_integer("num_constraints", 6000, "Constraints (drawn with the seed) for the satisfaction column.")
 flags.DEFINE_integer("threads", 0, "TensorFlow intra-op threads (0: all cores).")
 flags.DEFINE_string("output_dir", "results/init_quality", "Where init_quality.csv goes.")
@@ -37,8 +39,9 @@ def main(argv):
     import tensorflow as tf
 
     from dcgmm_tf import DCGMM, ConstraintSet, metrics
+    from dcgmm_tf.cluster_init import STRATEGIES, cluster_start
     from dcgmm_tf.data import load_dataset
-    from dcgmm_tf.pretraining import cluster_prior_from_labels, fit_cluster_prior, pretrain_autoencoder
+    from dcgmm_tf.pretraining import cluster_prior_from_labels, pretrain_autoencoder
     from experiments import results
 
     if FLAGS.threads:
@@ -47,6 +50,8 @@ def main(argv):
     epochs = sorted(int(e) for e in FLAGS.pretrain_epochs)
     if epochs[0] < 1:
         raise app.UsageError("--pretrain_epochs must all be at least 1")
+    if not set(FLAGS.strategies) <= set(STRATEGIES):
+        raise app.UsageError(f"--strategies must be among {STRATEGIES}, got {FLAGS.strategies}")
     data = load_dataset(FLAGS.dataset, FLAGS.data_dir)
     x_train, y_train, x_test, y_test = data.x_train, data.y_train, data.x_test, data.y_test
     x_pretrain = x_train if FLAGS.pretrain_on == "train" else np.concatenate([x_train, x_test])
@@ -62,10 +67,13 @@ def main(argv):
             done = total
             cluster_prior_from_labels(model, x_train, y_train)
             aligned_acc = metrics.cluster_accuracy(y_test, model.predict(x_test, verbose=0).argmax(-1))
-            for state in range(FLAGS.gmm_states):
-                fit_cluster_prior(model, x_train, seed=state)
+            z = model.embed(x_train)
+            for strategy, state in ((s, k) for s in FLAGS.strategies for k in range(FLAGS.gmm_states)):
+                start = cluster_start(z, constraints, model.num_clusters, strategy, seed=state,
+                                      min_variance=2 * model.min_variance)
+                model.set_cluster_parameters(start.means, start.variances)
                 row = {"dataset": data.name, "seed": seed, "pretrain_on": FLAGS.pretrain_on, "pretrain_epochs": total,
-                       "gmm_state": state,
+                       "strategy": strategy, "gmm_state": state,
                        "test_acc": metrics.cluster_accuracy(y_test, model.predict(x_test, verbose=0).argmax(-1)),
                        "constraint_satisfaction": metrics.constraint_satisfaction(
                            constraints, model.predict(x_train, verbose=0).argmax(-1)),
