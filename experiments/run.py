@@ -28,9 +28,9 @@ flags.DEFINE_boolean("transitive_closure", False, "Close noise-free constraints 
 flags.DEFINE_string("constraints_file", None, "CSV with columns i,j,weight indexing the training split.")
 flags.DEFINE_integer("runs", 1, "Number of runs; run r uses seed + r.")
 flags.DEFINE_integer("seed", 0, "Seed of the first run (data subset, constraints, initialisation).")
-flags.DEFINE_integer("epochs", 100, "Training epochs (the paper: 1000 for MNIST, 500 otherwise; 100 reach its Fashion-MNIST "
-                     "row from the default start, see README); for sdec/cidec the maximum clustering epochs, for "
-                     "pckmeans the maximum iterations.")
+flags.DEFINE_integer("epochs", 100, "Training epochs (the paper: 1000 for MNIST, 500 otherwise; see the README for "
+                     "100 from the default start); for sdec/cidec the maximum clustering epochs, for pckmeans the "
+                     "maximum iterations.")
 flags.DEFINE_integer("pretrain_epochs", 10, "Autoencoder pretraining epochs.")
 flags.DEFINE_integer("pretrain_batch_size", 256, "Autoencoder pretraining batch size.")
 flags.DEFINE_enum("cluster_init", "latent_class", ["gmm", "merge", "latent_class", "labels"],
