@@ -5,11 +5,13 @@ Every strategy is a pure function of (embeddings, constraints, K, seed) and retu
 - :func:`gmm_start`: the paper's start, a diagonal Gaussian mixture with K components on mu(x).
 - :func:`merge_start`: over-cluster mu(x) into K' > K components, then merge the components greedily into K
   groups by the links between them.
-- :func:`latent_class_start`: over-cluster mu(x) into K' components, then fit the class distribution p(c | a)
-  of every component a to the observed links by EM (a latent class model of the pairs), and give each sample the
-  most likely class of its component.
+- :func:`latent_class_start` (the runner's default): over-cluster mu(x), mapped by :func:`link_metric`, into K'
+  components, then fit the class distribution p(c | a) of every component a to the observed links by EM (a
+  latent class model of the pairs, :func:`fit_latent_classes`), and give each sample its most likely class.
 
-The two constrained starts moment-match one diagonal Gaussian per group (:func:`moment_match`).
+The two constrained starts moment-match one diagonal Gaussian per group (:func:`moment_match`). Without
+constraints every strategy is :func:`gmm_start`. :func:`init_clusters` applies a start to a model;
+:class:`dcgmm_tf.callbacks.ClusterRestart` applies it again during training.
 """
 
 from __future__ import annotations

@@ -116,9 +116,10 @@ for _name in ("cluster_init", "restart_every", "init_components"):  # the baseli
     flags.register_multi_flags_validator(
         [_name, "method"], lambda f, name=_name: f["method"] in ("dcgmm", "vade") or not FLAGS[name].present,
         message=f"--{_name} applies to --method=dcgmm or vade only.")
-flags.register_multi_flags_validator(
+flags.register_multi_flags_validator(  # the default applies to merge / latent_class only; a given value must fit
     ["restart_every", "cluster_init"],
-    lambda f: not f["restart_every"] or f["cluster_init"] in ("merge", "latent_class"),
+    lambda f: (not (f["restart_every"] and FLAGS["restart_every"].present)
+               or f["cluster_init"] in ("merge", "latent_class")),
     message="--restart_every needs --cluster_init=merge or latent_class (or --restart_every=0).")
 flags.register_multi_flags_validator(
     ["init_labels_per_class", "cluster_init"], lambda f: not f["init_labels_per_class"] or f["cluster_init"] == "labels",
@@ -258,7 +259,7 @@ def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir
         fit_steps = {"steps_per_epoch": steps}
     guard = NonFiniteLossGuard(run_dir / "last_good.weights.h5")
     restarts = []
-    if FLAGS.restart_every and len(constraints):  # without constraints (VaDE) the mixture is never restarted
+    if FLAGS.restart_every and FLAGS.cluster_init in ("merge", "latent_class") and len(constraints):  # not VaDE
         restarts = [ClusterRestart(x_train, constraints, FLAGS.restart_every, FLAGS.cluster_init,
                                    FLAGS.init_components or None, seed)]
     callbacks = [*restarts, guard,
