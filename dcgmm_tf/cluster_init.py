@@ -265,6 +265,7 @@ def latent_class_start(z: np.ndarray, constraints: ConstraintSet, num_clusters: 
 
 
 STRATEGIES = ("gmm", "merge", "latent_class")
+LINK_STRATEGIES = ("merge", "latent_class")  # the strategies that use the constraints
 
 
 def cluster_start(z: np.ndarray, constraints: ConstraintSet | None, num_clusters: int, strategy: str = "latent_class",

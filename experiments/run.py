@@ -193,10 +193,10 @@ def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir
     from dcgmm_tf import metrics, pretrain
     from dcgmm_tf.callbacks import (ClusterRestart, ClusteringMetrics, NonFiniteLossGuard, TrainingBackup,
                                     save_atomically, trim_history)
+    from dcgmm_tf.cluster_init import LINK_STRATEGIES, init_clusters
     from dcgmm_tf.data import constrained_dataset
     from dcgmm_tf.distribute import distributed_constrained_dataset
     from dcgmm_tf.optimizers import FusedAdam
-    from dcgmm_tf.cluster_init import init_clusters
     from dcgmm_tf.pretraining import cluster_prior_from_labels
 
     x_train, y_train, x_test, y_test = splits
@@ -213,7 +213,8 @@ def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir
     cached = pretrain(model, x_train, epochs=FLAGS.pretrain_epochs, batch_size=FLAGS.pretrain_batch_size,
                       seed=pretrain_seed, cache_path=cache, verbose=FLAGS.verbose)
     logging.info("pretrained weights %s %s", "loaded from" if cached else "saved to", cache)
-    if FLAGS.cluster_init in ("merge", "latent_class") and len(constraints):  # without: pretrain's GMM is the start
+    regroup = FLAGS.cluster_init in LINK_STRATEGIES and len(constraints) > 0  # without links: pretrain's GMM
+    if regroup:
         init_clusters(model, x_train, constraints, FLAGS.cluster_init, FLAGS.init_components or None, seed)
         logging.info("mixture initialised by %s", FLAGS.cluster_init)
     elif FLAGS.cluster_init == "labels":
@@ -259,7 +260,7 @@ def train_dcgmm(data, splits, constraints, num_clusters: int, seed: int, run_dir
         fit_steps = {"steps_per_epoch": steps}
     guard = NonFiniteLossGuard(run_dir / "last_good.weights.h5")
     restarts = []
-    if FLAGS.restart_every and FLAGS.cluster_init in ("merge", "latent_class") and len(constraints):  # not VaDE
+    if regroup and FLAGS.restart_every:
         restarts = [ClusterRestart(x_train, constraints, FLAGS.restart_every, FLAGS.cluster_init,
                                    FLAGS.init_components or None, seed)]
     callbacks = [*restarts, guard,
