@@ -63,8 +63,7 @@ class ClusterRestart(keras.callbacks.Callback):
     def __init__(self, x: np.ndarray, constraints: ConstraintSet, every: int, strategy: str = "latent_class",
                  num_components: int | None = None, seed: int = 0):
         super().__init__()
-        if strategy not in cluster_init.STRATEGIES:
-            raise ValueError(f"strategy must be one of {cluster_init.STRATEGIES}, got {strategy!r}")
+        cluster_init.check_strategy(strategy)
         if every < 1:
             raise ValueError(f"every must be >= 1, got {every}")
         self.x, self.constraints, self.every, self.strategy = x, constraints, every, strategy

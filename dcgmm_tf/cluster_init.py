@@ -268,6 +268,12 @@ STRATEGIES = ("gmm", "merge", "latent_class")
 LINK_STRATEGIES = ("merge", "latent_class")  # the strategies that use the constraints
 
 
+def check_strategy(strategy: str) -> None:
+    """Raise ``ValueError`` unless ``strategy`` is one of :data:`STRATEGIES`."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+
+
 def cluster_start(z: np.ndarray, constraints: ConstraintSet | None, num_clusters: int, strategy: str = "latent_class",
                   num_components: int | None = None, seed: int = 0, min_variance: float = 1e-3,
                   current: np.ndarray | None = None) -> ClusterStart:
@@ -276,8 +282,7 @@ def cluster_start(z: np.ndarray, constraints: ConstraintSet | None, num_clusters
     Without constraints (None or an empty set, as for VaDE) every strategy is the paper's :func:`gmm_start`.
     ``current`` (cluster probabilities [N, K]) is used by ``latent_class`` only (see :func:`latent_class_start`).
     """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+    check_strategy(strategy)
     if strategy == "gmm" or constraints is None or not len(constraints):
         return gmm_start(z, num_clusters, seed)
     if strategy == "merge":

@@ -195,3 +195,10 @@ def test_cluster_restart_regroups_the_mixture_every_n_epochs_and_after_the_last(
     assert restarted == [False, True, False, True, True]  # after epochs 2 and 4, and after the last
     with pytest.raises(ValueError, match="every must be >= 1"):
         ClusterRestart(x, constraints, every=0)
+
+
+def test_cluster_restart_rejects_an_unknown_strategy():
+    from dcgmm_tf.callbacks import ClusterRestart
+
+    with pytest.raises(ValueError, match="strategy must be one of"):
+        ClusterRestart(np.zeros((4, 2)), None, every=1, strategy="kmeans")
