@@ -2,8 +2,8 @@ from pathlib import Path
 
 from setuptools import find_packages, setup
 
-requirements = [line.strip() for line in Path(__file__).with_name("requirements.txt").read_text().splitlines()
-                if line.strip() and not line.startswith(("#", "-"))]
+lines = Path(__file__).with_name("requirements.txt").read_text().splitlines()
+requirements = [r for r in (line.split("#")[0].strip() for line in lines) if r and not r.startswith("-")]
 
 setup(
     name="dcgmm_tf",

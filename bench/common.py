@@ -29,15 +29,6 @@ def report(result: dict, output: str | None) -> None:
             f.write(json.dumps(result) + "\n")
 
 
-def set_threads(threads: int) -> None:
-    """TensorFlow intra- and inter-op threads; 0 keeps TensorFlow's default (all cores). Call before any op runs."""
-    import tensorflow as tf
-
-    if threads:
-        tf.config.threading.set_intra_op_parallelism_threads(threads)
-        tf.config.threading.set_inter_op_parallelism_threads(threads)
-
-
 def time_calls(fn: Callable, args: tuple, calls: int, clock: Callable[[], float] = time.perf_counter) -> float:
     """Seconds per call of ``fn(*args)`` on ``clock`` (a tf.function: calls return when the work is done on CPU)."""
     start = clock()

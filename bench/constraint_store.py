@@ -3,9 +3,9 @@ r"""Constraint storage at scale: build a ``ConstraintSet`` and extract batch sub
     nice -n 5 python -m bench.constraint_store                     # 1,000,000 samples, 1,000,000 pairs
     nice -n 5 python -m bench.constraint_store --num_samples=60000 --num_pairs=6000
 
-Each measurement runs in a fresh child process that imports only numpy, scipy and
-``dcgmm_tf/constraints.py`` (not TensorFlow), so its peak memory is the store's: ``ru_maxrss`` (peak
-resident set of the process, baseline included) and the ``tracemalloc`` peak (Python and numpy
+Each measurement runs in a fresh child process that imports only numpy, scipy and the package
+``dcgmm_tf/constraints/`` (not ``dcgmm_tf``, so not TensorFlow), so its peak memory is the store's: ``ru_maxrss``
+(peak resident set of the process, baseline included) and the ``tracemalloc`` peak (Python and numpy
 allocations only). Steps:
 
 - ``from_labels``: draw the pairs from labels (the runner's path), then build the store.
@@ -25,6 +25,7 @@ import sys
 import time
 import tracemalloc
 from pathlib import Path
+from types import ModuleType
 
 from absl import app, flags
 
@@ -35,21 +36,27 @@ flags.DEFINE_integer("batch_size", 256, "Batch size of the submatrix extraction.
 flags.DEFINE_integer("batches", 2000, "Batches timed per kind.")
 flags.DEFINE_string("output", None, "Append the results as one JSON line to this file.")
 
-CONSTRAINTS_PY = Path(__file__).resolve().parents[1] / "dcgmm_tf" / "constraints.py"
+CONSTRAINTS_DIR = Path(__file__).resolve().parents[1] / "dcgmm_tf" / "constraints"
 
 
-def _load_constraints_module():
-    spec = importlib.util.spec_from_file_location("constraints_only", CONSTRAINTS_PY)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _load_constraints_package() -> ModuleType:
+    """Imports ``dcgmm_tf/constraints/`` as the top-level package ``constraints_only``, skipping ``dcgmm_tf``.
+
+    The package uses relative imports only, so its submodules load as ``constraints_only.<name>``.
+    """
+    spec = importlib.util.spec_from_file_location(
+        "constraints_only", CONSTRAINTS_DIR / "__init__.py", submodule_search_locations=[str(CONSTRAINTS_DIR)])
+    package = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = package  # before exec: the relative imports of the submodules look the package up
+    spec.loader.exec_module(package)
+    return package
 
 
 def measure(path: str, num_samples: int, num_pairs: int, batch_size: int, batches: int) -> dict:
     """One measurement in this process (call it in a fresh one)."""
     import numpy as np
 
-    constraints_module = _load_constraints_module()
+    constraints_package = _load_constraints_package()
     rng = np.random.default_rng(0)
     labels = rng.integers(0, 10, num_samples)
     if path == "from_arrays":
@@ -63,9 +70,9 @@ def measure(path: str, num_samples: int, num_pairs: int, batch_size: int, batche
     tracemalloc.start()
     start = time.perf_counter()
     if path == "from_labels":
-        store = constraints_module.ConstraintSet.from_labels(labels, num_pairs, seed=0)
+        store = constraints_package.ConstraintSet.from_labels(labels, num_pairs, seed=0)
     else:
-        store = constraints_module.ConstraintSet(i, j, weight, num_samples)
+        store = constraints_package.ConstraintSet(i, j, weight, num_samples)
     build = time.perf_counter() - start
     start = time.perf_counter()
     store.submatrix(rng.choice(num_samples, batch_size, replace=False))

@@ -23,7 +23,8 @@ def main(argv):
     del argv
     import numpy as np
 
-    from bench.common import machine, report, set_threads
+    from bench.common import machine, report
+    from dcgmm_tf.runtime import set_threads
     from dcgmm_tf import DCGMM
     from dcgmm_tf.data import load_dataset
 

@@ -24,7 +24,8 @@ import time
 
 from absl import app, flags
 
-from bench.common import machine, pair_batch, reference_matmuls, report, set_threads, time_calls
+from bench.common import machine, pair_batch, reference_matmuls, report, time_calls
+from dcgmm_tf.runtime import set_threads
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("batch_size", 256, "Batch size.")

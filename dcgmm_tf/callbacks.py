@@ -10,13 +10,13 @@ import shutil
 import time
 import zipfile
 from pathlib import Path
-from typing import Callable
 
 import keras
 import numpy as np
 
 from dcgmm_tf import cluster_init, metrics
 from dcgmm_tf.constraints import ConstraintSet
+from dcgmm_tf.storage import write_atomically
 
 
 class ClusteringMetrics(keras.callbacks.Callback):
@@ -78,23 +78,6 @@ class ClusterRestart(keras.callbacks.Callback):
         logging.info("mixture restarted by %s after epoch %d", self.strategy, done)
 
 
-def save_atomically(path: str | os.PathLike, write: Callable[[Path], None]) -> None:
-    """Calls ``write(tmp)`` on a temporary file next to ``path``, then renames it to ``path``.
-
-    A process killed at any moment leaves either the old file or the new one, never a partial file.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
-    try:
-        write(tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 class NonFiniteLossGuard(keras.callbacks.Callback):
     """Stops training at the first non-finite loss and rolls the model back to its last good weights.
 
@@ -143,7 +126,7 @@ class NonFiniteLossGuard(keras.callbacks.Callback):
         self.error = (f"the {self.monitor} became {float(value)} in epoch {self._epoch + 1}, batch {batch + 1}; "
                       f"training stopped and the model was reset to its weights at {kept}")
         if self.checkpoint_path is not None:
-            save_atomically(self.checkpoint_path, self.model.save_weights)
+            write_atomically(self.checkpoint_path, self.model.save_weights)
             self.error += f", saved to {self.checkpoint_path}"
         self.error += (". Lower the learning rate, clip the gradients (global_clipnorm, --clipnorm in "
                        "experiments/run.py) or lower the constraint weight alpha.")
@@ -223,7 +206,7 @@ class TrainingBackup(keras.callbacks.Callback):
                 np.savez(f, **arrays)
 
         path = self.backup_dir / f"epoch-{epoch + 1:05d}.npz"
-        save_atomically(path, write)
+        write_atomically(path, write)
         for _, old in self._backups():
             if old != path:
                 old.unlink(missing_ok=True)
@@ -249,4 +232,4 @@ def trim_history(path: str | os.PathLike, num_epochs: int) -> None:
         with open(tmp, "w", newline="") as f:
             csv.writer(f, lineterminator="\n").writerows(kept)
 
-    save_atomically(path, write)
+    write_atomically(path, write)

@@ -14,6 +14,8 @@ from typing import Sequence
 
 import keras
 
+from dcgmm_tf.losses import LIKELIHOODS
+
 PAPER_HIDDEN_UNITS = (500, 500, 2000)
 
 
@@ -59,8 +61,8 @@ class MLPDecoder(keras.layers.Layer):
     def __init__(self, output_dim: int, hidden_units: Sequence[int] = PAPER_HIDDEN_UNITS[::-1],
                  likelihood: str = "bernoulli", **kwargs):
         super().__init__(**kwargs)
-        if likelihood not in ("bernoulli", "gaussian"):
-            raise ValueError(f"likelihood must be 'bernoulli' or 'gaussian', got {likelihood!r}")
+        if likelihood not in LIKELIHOODS:
+            raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
         self.output_dim = int(output_dim)
         self.hidden_units = tuple(int(u) for u in hidden_units)
         self.likelihood = likelihood
@@ -160,8 +162,8 @@ class VGGDecoder(keras.layers.Layer):
     def __init__(self, output_shape: Sequence[int], filters: Sequence[int] = PAPER_VGG_FILTERS,
                  likelihood: str = "bernoulli", **kwargs):
         super().__init__(**kwargs)
-        if likelihood not in ("bernoulli", "gaussian"):
-            raise ValueError(f"likelihood must be 'bernoulli' or 'gaussian', got {likelihood!r}")
+        if likelihood not in LIKELIHOODS:
+            raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
         self.image_shape = tuple(int(s) for s in output_shape)
         self.filters = tuple(int(f) for f in filters)
         self.likelihood = likelihood

@@ -13,6 +13,7 @@ import tensorflow as tf
 from dcgmm_tf import cluster_init, losses, validation
 from dcgmm_tf.data.pipeline import prefetch_without_autotune
 from dcgmm_tf.model import DCGMM
+from dcgmm_tf.storage import write_atomically
 
 
 class _Autoencoder(keras.Model):
@@ -104,11 +105,7 @@ def save_cached_weights(model: keras.Model, cache_path: str | os.PathLike | None
     """Write ``model``'s weights to ``cache_path`` atomically (a temporary file, then a rename)."""
     if cache_path is None:
         return
-    cache_path = Path(cache_path)
-    cache_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache_path.with_name(f".tmp-{os.getpid()}-{cache_path.name}")
-    model.save_weights(tmp)
-    os.replace(tmp, cache_path)
+    write_atomically(cache_path, model.save_weights)
 
 
 def pretrain(model: DCGMM, x: np.ndarray, *, epochs: int = 10, batch_size: int = 256,

@@ -1,96 +1,79 @@
-"""Shared parts of the figure runners: method selection, sweeps over run.py's `run_once`, plots.
+"""Shared parts of the figure runners: method selection, sweeps of configurations, plots.
 
-Each figure runner imports :mod:`experiments.run`, so every training flag of run.py (``--epochs``,
-``--max_train_samples``, ``--architecture``, ...) applies to it as well. Results CSVs and PNGs go to
-``--output_dir`` (default under ``docs/figures/``); per-run models and logs go to ``--work_dir``.
+Each figure runner imports :mod:`experiments.run`, so every flag of run.py (``--epochs``,
+``--max_train_samples``, ``--architecture``, ...) applies to it as well; its ``main`` builds the configs
+(``run.configs``) and varies them with ``dataclasses.replace``. Results CSVs and PNGs go to ``--output_dir``
+(default under ``docs/figures/``); per-run models and logs go to ``--work_dir``.
 """
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
+import logging
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from absl import flags, logging
+from absl import flags
 
-from experiments import results, run
+from dcgmm_tf.config import METHODS, RunConfig, RuntimeConfig
+from dcgmm_tf.data import Dataset
+from dcgmm_tf.training import model_inputs, run_dir_of, subsets
+from experiments import results, run, runs
 
 FLAGS = flags.FLAGS
 METRIC_LABELS = {"ari": "ARI", "acc": "Accuracy", "nmi": "NMI"}
 METHOD_NAMES = {"dcgmm": "DC-GMM", "vade": "VaDE", "cidec": "C-IDEC", "sdec": "SDEC", "pckmeans": "PCKMeans"}
+
+REPO = Path(__file__).resolve().parents[1]
 
 flags.DEFINE_string("work_dir", None, "Where per-run models and logs go (default: results/<figure>).")
 
 
 def set_figure_defaults(figure: str) -> None:
     """Point run.py's --output_dir at docs/figures/<figure> (call before `app.run`)."""
-    FLAGS.set_default("output_dir", str(run.REPO / "docs" / "figures" / figure))
+    FLAGS.set_default("output_dir", str(REPO / "docs" / "figures" / figure))
 
 
-def work_dir(figure: str) -> Path:
-    """Where the runs of `figure` keep their models and logs: --work_dir, or results/<figure>."""
-    return Path(FLAGS.work_dir) if FLAGS.work_dir else run.REPO / "results" / figure
+def figure_configs(figure: str, flag_values: flags.FlagValues) -> tuple[RunConfig, RuntimeConfig, Path, int]:
+    """A figure runner's settings from its parsed flags: the run config, the runtime config whose output_dir is the
+    work dir (--work_dir, or results/<figure>), the figure's output folder (--output_dir) and --runs."""
+    config, runtime = run.configs(flag_values)
+    work_dir = Path(flag_values.work_dir) if flag_values.work_dir else REPO / "results" / figure
+    return (config, dataclasses.replace(runtime, output_dir=str(work_dir)), Path(runtime.output_dir),
+            flag_values.runs)
 
 
 def available_methods(requested: Sequence[str]) -> list[str]:
-    """The requested methods that run.py's --method knows; the others are skipped with a warning."""
-    known = FLAGS["method"].parser.enum_values
-    missing = [m for m in requested if m not in known]
+    """The requested methods that the library trains; the others are skipped with a warning."""
+    missing = [m for m in requested if m not in METHODS]
     if missing:
-        logging.warning("method(s) %s not available in experiments/run.py (known: %s); skipping them",
-                        missing, known)
-    methods = [m for m in requested if m in known]
+        logging.warning("method(s) %s not available (known: %s); skipping them", missing, METHODS)
+    methods = [m for m in requested if m in METHODS]
     if not methods:
-        raise ValueError(f"none of the methods {list(requested)} is available; known: {known}")
+        raise ValueError(f"none of the methods {list(requested)} is available; known: {list(METHODS)}")
     return methods
 
 
-@contextlib.contextmanager
-def flag_values(**values) -> Iterator[None]:
-    """Temporarily set run.py flags."""
-    saved = {name: FLAGS[name].value for name in values}
-    try:
-        for name, value in values.items():
-            FLAGS[name].value = value
-        yield
-    finally:
-        for name, value in saved.items():
-            FLAGS[name].value = value
-
-
-def schedule_note() -> str:
+def schedule_note(config: RunConfig, runs: int) -> str:
     """One line stating the training schedule, for plot titles and logs."""
-    n = FLAGS.max_train_samples or "all"
-    if FLAGS.method in ("sdec", "cidec"):
-        return (f"{n} training samples, {FLAGS.layer_pretrain_epochs} epochs per layer + {FLAGS.finetune_epochs} "
-                f"fine-tuning epochs of autoencoder pretraining, at most {FLAGS.epochs} clustering epochs")
-    return (f"{n} training samples, {FLAGS.pretrain_epochs} pretraining + {FLAGS.epochs} training epochs, "
-            f"{FLAGS.runs} run(s), {FLAGS.architecture} networks")
+    n = config.max_train_samples or "all"
+    if config.method in ("sdec", "cidec"):
+        return (f"{n} training samples, {config.layer_pretrain_epochs} epochs per layer + {config.finetune_epochs} "
+                f"fine-tuning epochs of autoencoder pretraining, at most {config.epochs} clustering epochs")
+    return (f"{n} training samples, {config.pretrain_epochs} pretraining + {config.epochs} training epochs, "
+            f"{runs} run(s), {config.architecture} networks")
 
 
-def sweep(data, settings: Sequence[dict], figure: str) -> pd.DataFrame:
-    """Run `run.run_once` for every flag setting and seed, appending rows to <output_dir>/results.csv.
-
-    Rows already in the CSV (same method, seed, number of constraints, q and epochs) are not run again, so
-    an interrupted sweep resumes; delete the CSV to start over. Returns all rows of the CSV.
-    """
-    csv_path = Path(FLAGS.output_dir) / "results.csv"
-    keys = ("method", "seed", "num_constraints", "q", "epochs")
-    for setting in settings:
-        for seed in range(FLAGS.seed, FLAGS.seed + FLAGS.runs):
-            with flag_values(**setting):
-                done = results.read_rows(csv_path)
-                expected = {"method": FLAGS.method, "seed": seed, "q": FLAGS.q, "epochs": FLAGS.epochs,
-                            "num_constraints": 0 if FLAGS.method == "vade" else FLAGS.num_constraints}
-                if len(done) and (done[list(keys)] == pd.Series(expected)[list(keys)]).all(axis=1).any():
-                    logging.info("skipping %s (already in %s)", expected, csv_path)
-                    continue
-                row = run.run_once(data, seed, work_dir(figure))
-                row["schedule"] = schedule_note()
-            results.append_row(csv_path, row)
-            logging.info("%s", row)
+def sweep(configs: Sequence[RunConfig], data: Dataset, runtime: RuntimeConfig, csv_path: Path,
+          runs_per_config: int) -> pd.DataFrame:
+    """Runs every config for seeds ``config.seed`` .. + ``runs_per_config`` - 1, appending rows (with a
+    ``schedule`` column) to ``csv_path``; finished runs are skipped (``experiments.runs``). Returns all rows."""
+    for config in configs:
+        for seed in range(config.seed, config.seed + runs_per_config):
+            runs.run_once(dataclasses.replace(config, seed=seed), data, runtime, csv_path,
+                          extra={"schedule": schedule_note(config, runs_per_config)})
     return results.read_rows(csv_path)
 
 
@@ -123,10 +106,10 @@ def plot_metrics(rows: pd.DataFrame, x: str, xlabel: str, path: Path, title: str
     plt.close(fig)
 
 
-def training_sample_count(data) -> int:
-    """N: the number of training samples the runs use (after --max_train_samples)."""
+def training_sample_count(data: Dataset, config: RunConfig) -> int:
+    """N: the number of training samples the runs use (after max_train_samples)."""
     n = len(data.x_train)
-    return min(n, FLAGS.max_train_samples) if FLAGS.max_train_samples else n
+    return min(n, config.max_train_samples) if config.max_train_samples else n
 
 
 def image_grid(images: np.ndarray) -> np.ndarray:
@@ -135,20 +118,20 @@ def image_grid(images: np.ndarray) -> np.ndarray:
     return images.transpose(0, 2, 1, 3, 4).reshape(rows * h, cols * w, c)
 
 
-def trained_model(data, method: str, seed: int, figure: str):
-    """The model that `sweep` trained (and run.py saved) for `method` and `seed`."""
+def trained_model(config: RunConfig, data: Dataset, runtime: RuntimeConfig):
+    """The model that `sweep` trained (and saved) for ``config``, loaded for inference."""
     import keras
 
     import dcgmm_tf  # noqa: F401  (registers the serializable classes)
 
-    path = work_dir(figure) / "runs" / f"{method}-{data.name}-seed{seed}" / "model.keras"
+    path = run_dir_of(config, data.name, runtime) / "model.keras"
     if not path.is_file():
-        raise FileNotFoundError(f"no trained model at {path}; delete {FLAGS.output_dir}/results.csv to retrain "
-                                "or pass the --work_dir of the earlier run")
+        raise FileNotFoundError(f"no trained model at {path}; delete the figure's results.csv to retrain or pass "
+                                "the --work_dir of the earlier run")
     return keras.saving.load_model(path, compile=False)  # inference only
 
 
-def test_split(data, seed: int):
-    """The test inputs and labels a run with `seed` was evaluated on (run.py's --max_test_samples subset)."""
-    _, _, x_test, y_test = run._subsets(data, seed)  # pylint: disable=protected-access
-    return x_test, y_test
+def test_split(config: RunConfig, data: Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """The test inputs and labels a run of ``config`` was evaluated on (its max_test_samples subset)."""
+    inputs = model_inputs(subsets(data, config), config)
+    return inputs.x_test, inputs.y_test

@@ -12,20 +12,25 @@ docs/figures/embeddings).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 from absl import app, flags
 from sklearn.decomposition import PCA
 
+from dcgmm_tf.config import RunConfig, RuntimeConfig
+from dcgmm_tf.validation import exit_on_user_error
 from experiments import fig_common
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("methods", ["vade", "dcgmm"], "Methods whose embeddings are shown, left to right.")
+flags.DEFINE_list("methods", ["vade", "dcgmm"], "Methods whose embeddings are shown, left to right.",
+                  allow_override=True)  # a flag of several runners; one process runs one of them
 flags.DEFINE_float("constraint_fraction", 0.0,
                    "If > 0, DC-GMM gets this many constraints per training sample (faces: 2, i.e. 2N) instead of "
-                   "--num_constraints.")
+                   "--num_constraints.", allow_override=True)
 
 FIGURE = "embeddings"
 
@@ -63,31 +68,44 @@ def plot(frame: pd.DataFrame, scores: pd.DataFrame, path: Path, title: str) -> N
     plt.close(fig)
 
 
-def main(argv):
-    del argv
+def embeddings_figure(config: RunConfig, runtime: RuntimeConfig, output_dir: Path, runs: int,
+                      methods: Sequence[str], constraint_fraction: float = 0.0) -> pd.DataFrame:
+    """Trains each method (``constraint_fraction`` N constraints if > 0), writes ``embeddings.csv`` and
+    ``embeddings.png`` of the test split of ``config.seed`` to ``output_dir``; returns that seed's rows."""
     from dcgmm_tf.data import load_dataset
 
-    data = load_dataset(FLAGS.dataset, FLAGS.data_dir, image_size=FLAGS.image_size)
-    methods = fig_common.available_methods(FLAGS.methods)
-    if FLAGS.constraint_fraction > 0:
-        FLAGS.num_constraints = int(round(FLAGS.constraint_fraction * fig_common.training_sample_count(data)))
-    rows = fig_common.sweep(data, [{"method": m} for m in methods], FIGURE)
-    x_test, y_test = fig_common.test_split(data, FLAGS.seed)
+    data = load_dataset(config.dataset, runtime.data_dir, image_size=config.image_size)
+    methods = fig_common.available_methods(methods)
+    if constraint_fraction > 0:
+        n = fig_common.training_sample_count(data, config)
+        config = dataclasses.replace(config, num_constraints=int(round(constraint_fraction * n)))
+    configs = [dataclasses.replace(config, method=m) for m in methods]
+    rows = fig_common.sweep(configs, data, runtime, output_dir / "results.csv", runs)
+    x_test, y_test = fig_common.test_split(config, data)
     frames = []
-    for method in methods:
-        coords, clusters = project(fig_common.trained_model(data, method, FLAGS.seed, FIGURE), x_test)
-        frames.append(pd.DataFrame({"method": method, "pc1": coords[:, 0], "pc2": coords[:, 1],
+    for method_config in configs:
+        coords, clusters = project(fig_common.trained_model(method_config, data, runtime), x_test)
+        frames.append(pd.DataFrame({"method": method_config.method, "pc1": coords[:, 0], "pc2": coords[:, 1],
                                     "label": y_test, "cluster": clusters}))
     frame = pd.concat(frames, ignore_index=True)
-    output_dir = Path(FLAGS.output_dir)
     frame.to_csv(output_dir / "embeddings.csv", index=False, float_format="%.5g")
-    scores = rows[(rows["seed"] == FLAGS.seed) & (rows["epochs"] == FLAGS.epochs)]
+    scores = rows[(rows["seed"] == config.seed) & (rows["epochs"] == config.epochs)]
     plot(frame, scores, output_dir / f"{FIGURE}.png",
          f"{data.name}: PCA of the test embeddings ({len(x_test)} samples, DC-GMM with "
-         f"{FLAGS.num_constraints} constraints)\n{fig_common.schedule_note()}")
+         f"{config.num_constraints} constraints)\n{fig_common.schedule_note(config, runs)}")
+    return scores
+
+
+def main(argv):
+    del argv
+    from dcgmm_tf.runtime import configure
+
+    config, runtime, output_dir, runs = fig_common.figure_configs(FIGURE, FLAGS)
+    configure(config, runtime)
+    scores = embeddings_figure(config, runtime, output_dir, runs, FLAGS.methods, FLAGS.constraint_fraction)
     print(scores[["method", "num_constraints", "acc", "nmi", "ari"]].to_string(index=False))
 
 
 if __name__ == "__main__":
     fig_common.set_figure_defaults(FIGURE)
-    app.run(main)
+    app.run(exit_on_user_error(main))

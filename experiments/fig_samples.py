@@ -11,6 +11,7 @@ results.csv when it trains, and samples.png to --output_dir (default docs/figure
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,8 @@ import pandas as pd
 from absl import app, flags
 from scipy.optimize import linear_sum_assignment
 
+from dcgmm_tf.config import RunConfig, RuntimeConfig
+from dcgmm_tf.validation import exit_on_user_error
 from experiments import fig_common
 
 FLAGS = flags.FLAGS
@@ -74,37 +77,49 @@ def plot(images: np.ndarray, table: pd.DataFrame, path: Path, title: str) -> Non
     plt.close(fig)
 
 
-def main(argv):
-    del argv
+def samples_figure(config: RunConfig, runtime: RuntimeConfig, output_dir: Path, runs: int,
+                   model_path: str | None = None, samples_per_cluster: int = 8) -> pd.DataFrame:
+    """Draws the cluster means and samples of the DC-GMM of ``model_path`` (or of one trained with ``config``) into
+    ``<output_dir>/samples.png``; writes and returns the cluster table (matched label, size, purity)."""
     import keras
 
     import dcgmm_tf  # noqa: F401  (registers the serializable classes)
     from dcgmm_tf.data import load_dataset
 
-    data = load_dataset(FLAGS.dataset, FLAGS.data_dir, image_size=FLAGS.image_size)
+    config = dataclasses.replace(config, method="dcgmm")
+    data = load_dataset(config.dataset, runtime.data_dir, image_size=config.image_size)
     if data.image_shape is None:
         raise ValueError(f"{data.name} holds feature vectors, not images: there is nothing to draw")
-    if FLAGS.model_path:
-        model = keras.saving.load_model(FLAGS.model_path, compile=False)  # inference only
-        source = f"model {FLAGS.model_path}"
+    if model_path:
+        model = keras.saving.load_model(model_path, compile=False)  # inference only
+        source = f"model {model_path}"
     else:
-        fig_common.sweep(data, [{"method": "dcgmm"}], FIGURE)
-        model = fig_common.trained_model(data, "dcgmm", FLAGS.seed, FIGURE)
-        source = fig_common.schedule_note()
-    x_test, y_test = fig_common.test_split(data, FLAGS.seed)
+        fig_common.sweep([config], data, runtime, output_dir / "results.csv", runs)
+        model = fig_common.trained_model(config, data, runtime)
+        source = fig_common.schedule_note(config, runs)
+    x_test, y_test = fig_common.test_split(config, data)
     if model.sample_shape != x_test.shape[1:]:
         x_test = x_test.reshape(len(x_test), *model.sample_shape)
-    clusters = model.predict(x_test, batch_size=1024, verbose=0).argmax(-1)
+    clusters = model.predict(x_test, batch_size=runtime.eval_batch_size, verbose=0).argmax(-1)
     table = cluster_table(clusters, y_test, model.num_clusters)
-    output_dir = Path(FLAGS.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     table.to_csv(output_dir / "clusters.csv", index=False, float_format="%.4f")
-    images = generate(model, table["cluster"].to_numpy(), FLAGS.samples_per_cluster, data.image_shape, FLAGS.seed)
+    images = generate(model, table["cluster"].to_numpy(), samples_per_cluster, data.image_shape, config.seed)
     plot(images, table, output_dir / f"{FIGURE}.png",
          f"{data.name}: DC-GMM cluster means and samples\n{source}")
+    return table
+
+
+def main(argv):
+    del argv
+    from dcgmm_tf.runtime import configure
+
+    config, runtime, output_dir, runs = fig_common.figure_configs(FIGURE, FLAGS)
+    configure(config, runtime)
+    table = samples_figure(config, runtime, output_dir, runs, FLAGS.model_path, FLAGS.samples_per_cluster)
     print(table.to_string(index=False))
 
 
 if __name__ == "__main__":
     fig_common.set_figure_defaults(FIGURE)
-    app.run(main)
+    app.run(exit_on_user_error(main))

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from absl import app, flags
 
+from dcgmm_tf.validation import exit_on_user_error
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("dataset", "fashion", "Data set name or .npz path (as in run.py).")
 flags.DEFINE_string("data_dir", None, "Directory searched first for data files.")
@@ -36,22 +38,20 @@ def main(argv):
     del argv
     import keras
     import numpy as np
-    import tensorflow as tf
 
     from dcgmm_tf import DCGMM, ConstraintSet, metrics
     from dcgmm_tf.cluster_init import STRATEGIES, cluster_start
     from dcgmm_tf.data import load_dataset
     from dcgmm_tf.pretraining import cluster_prior_from_labels, pretrain_autoencoder
+    from dcgmm_tf.runtime import set_threads
     from experiments import results
 
-    if FLAGS.threads:
-        tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
-        tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
+    set_threads(FLAGS.threads)
     epochs = sorted(int(e) for e in FLAGS.pretrain_epochs)
     if epochs[0] < 1:
-        raise app.UsageError("--pretrain_epochs must all be at least 1")
+        raise ValueError("--pretrain_epochs must all be at least 1")
     if not set(FLAGS.strategies) <= set(STRATEGIES):
-        raise app.UsageError(f"--strategies must be among {STRATEGIES}, got {FLAGS.strategies}")
+        raise ValueError(f"--strategies must be among {STRATEGIES}, got {FLAGS.strategies}")
     data = load_dataset(FLAGS.dataset, FLAGS.data_dir)
     x_train, y_train, x_test, y_test = data.x_train, data.y_train, data.x_test, data.y_test
     x_pretrain = x_train if FLAGS.pretrain_on == "train" else np.concatenate([x_train, x_test])
@@ -83,4 +83,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(exit_on_user_error(main))

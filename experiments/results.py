@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import csv
 import fcntl
-import hashlib
 import io
-import json
 import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from dcgmm_tf.storage import write_atomically
 
 if TYPE_CHECKING:  # pandas is imported where needed: writers stay light
     import pandas as pd
@@ -65,20 +65,9 @@ def has_row(path: str | os.PathLike, match: dict) -> bool:
         return any(all(row.get(k) == v for k, v in wanted.items()) for row in csv.DictReader(f))
 
 
-def config_key(settings: dict) -> str:
-    """A short stable hash of a run's settings (JSON-serialisable values), to tell configurations apart."""
-    return hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:12]
-
-
 def write_csv_atomically(frame: pd.DataFrame, path: str | os.PathLike) -> None:
     """Writes ``frame`` to ``path`` through a temporary file and a rename: readers never see a partial file."""
-    path = Path(path)
-    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
-    try:
-        frame.to_csv(tmp, index=False)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_atomically(path, lambda tmp: frame.to_csv(tmp, index=False))
 
 
 def read_rows(path: str | os.PathLike) -> pd.DataFrame:

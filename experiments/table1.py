@@ -4,30 +4,37 @@ r"""Run the Table 1 grid (data sets x methods x runs) and write it next to the p
         --output_dir=docs/results/table1 --overrides=pckmeans.epochs=100,sdec.epochs=30
 
 Every flag of ``experiments.run`` applies to all methods; ``--overrides`` sets a flag for one method only.
-A run whose row is already in ``<output_dir>/results.csv`` is skipped, so an interrupted grid resumes; rows
-match on RUN_KEY (not on the ``config`` hash of all run.py flags, which changes whenever an unrelated default
-changes), so rows written by ``experiments.run`` count too. Writes ``table1.csv`` (long format) and
-``table1.md`` (side by side) there.
+Each cell's config is run.py's config with the method and its overrides replaced. A run whose row is already in
+``<output_dir>/results.csv`` is skipped (the rule of ``experiments.runs``: data set, method, seed and
+configuration key), so an interrupted grid resumes. The table shows the rows that match a cell on RUN_KEY
+(data set, method, seed, number of constraints, q, epochs), so rows written earlier by ``experiments.run`` or
+under older defaults join it with ``--table_only``. Writes ``table1.csv`` (long format) and ``table1.md`` (side
+by side) there.
 """
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import sys
 from pathlib import Path
+from typing import Sequence
 
 import pandas as pd
 from absl import app, flags, logging
 
-from experiments import run
+from dcgmm_tf.config import RunConfig, RuntimeConfig
+from dcgmm_tf.validation import exit_on_user_error
+from experiments import config_flags, run
 
 FLAGS = flags.FLAGS
 
 flags.DEFINE_list("datasets", ["fashion"], "Data sets of the grid.")
-flags.DEFINE_list("methods", ["vade", "pckmeans", "sdec", "cidec", "dcgmm"], "Methods of the grid.")
+flags.DEFINE_list("methods", ["vade", "pckmeans", "sdec", "cidec", "dcgmm"], "Methods of the grid.",
+                  allow_override=True)  # a flag of several runners; one process runs one of them
 flags.DEFINE_list("overrides", [], "Per-method flag values, as method.flag=value (e.g. sdec.epochs=30).")
 flags.DEFINE_boolean("table_only", False, "Only write the table from the finished runs; run nothing.")
-flags.DEFINE_string("paper_table", str(Path(__file__).with_name("paper_table1.csv")),
+PAPER_TABLE = Path(__file__).with_name("paper_table1.csv")
+flags.DEFINE_string("paper_table", str(PAPER_TABLE),
                     "The paper's Table 1 (columns dataset, metric, one per method).")
 
 PAPER_COLUMNS = {"vade": "VaDE", "pckmeans": "PCKmeans", "sdec": "SDEC", "cidec": "C-IDEC", "dcgmm": "DC-GMM"}
@@ -46,19 +53,6 @@ def parse_overrides(entries: list[str]) -> dict[str, dict[str, str]]:
             raise ValueError(f"override {entry!r} is not of the form method.flag=value")
         out.setdefault(method, {})[name] = value
     return out
-
-
-@contextlib.contextmanager
-def flag_values(values: dict[str, str]):
-    """Temporarily parse ``values`` into their flags."""
-    saved = {name: FLAGS[name].value for name in values}
-    try:
-        for name, value in values.items():
-            FLAGS[name].parse(value)
-        yield
-    finally:
-        for name, value in saved.items():
-            FLAGS[name].value = value
 
 
 def format_cell(values: pd.Series) -> str:
@@ -106,41 +100,53 @@ def to_markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+def table1(method_configs: dict[str, RunConfig], runtime: RuntimeConfig, datasets: Sequence[str], runs_per_cell: int,
+           table_only: bool = False, paper_table: str | Path = PAPER_TABLE) -> pd.DataFrame:
+    """Runs every data set x seed x method (each method's config, its seed the first one; finished runs are
+    skipped) unless ``table_only``, then writes ``table1.csv`` and ``table1.md`` to ``runtime.output_dir`` next to
+    the paper's values and returns the long table."""
+    from dcgmm_tf.data import load_dataset
+    from experiments import results, runs
+
+    path = Path(runtime.output_dir) / "results.csv"
+    first = next(iter(method_configs.values()))
+    wanted = []
+    for name in datasets:
+        data = load_dataset(name, runtime.data_dir, image_size=first.image_size)
+        for seed in range(first.seed, first.seed + runs_per_cell):
+            for method, method_config in method_configs.items():
+                method_config = dataclasses.replace(method_config, dataset=name, seed=seed)
+                num_constraints = 0 if method == "vade" else method_config.num_constraints
+                wanted.append(dict(zip(RUN_KEY, (data.name, method, seed, num_constraints, method_config.q,
+                                                 method_config.epochs))))
+                if not table_only:
+                    runs.run_once(method_config, data, runtime, path)
+    rows = results.read_rows(path)
+    if rows.empty:
+        raise ValueError(f"no finished runs in {path}")
+    keys = pd.DataFrame(wanted)
+    table = make_table(keys.merge(rows.drop_duplicates(list(RUN_KEY)), on=list(RUN_KEY)),
+                       pd.read_csv(paper_table, dtype=str, keep_default_na=False).replace("", pd.NA))
+    table.to_csv(Path(runtime.output_dir) / "table1.csv", index=False)
+    (Path(runtime.output_dir) / "table1.md").write_text(to_markdown(table))
+    return table
+
+
 def main(argv):
     del argv
-    from dcgmm_tf.data import load_dataset
-    from experiments import results
+    from dcgmm_tf.runtime import configure
 
+    config, runtime = run.configs(FLAGS)
     overrides = parse_overrides(FLAGS.overrides)
     unknown = set(overrides) - set(FLAGS.methods)
     if unknown:
-        raise app.UsageError(f"overrides for methods not in --methods: {sorted(unknown)}")
-    output_dir = Path(FLAGS.output_dir)
-    path = output_dir / "results.csv"
-    wanted = []
-    for name in FLAGS.datasets:
-        data = load_dataset(name, FLAGS.data_dir, image_size=FLAGS.image_size)
-        for seed in range(FLAGS.seed, FLAGS.seed + FLAGS.runs):
-            for method in FLAGS.methods:
-                with flag_values({"method": method, **overrides.get(method, {})}):
-                    num_constraints = 0 if method == "vade" else FLAGS.num_constraints
-                    key = dict(zip(RUN_KEY, (data.name, method, seed, num_constraints, FLAGS.q, FLAGS.epochs)))
-                    wanted.append(key)
-                    if FLAGS.table_only or results.has_row(path, key):
-                        continue
-                    row = {**run.run_once(data, seed, output_dir), "config": run.config_key()}
-                    results.append_row(path, row)
-                    logging.info("%s: %s", key, row)
-    rows = results.read_rows(path)
-    if rows.empty:
-        raise app.UsageError(f"no finished runs in {path}")
-    keys = pd.DataFrame(wanted)
-    table = make_table(keys.merge(rows.drop_duplicates(list(RUN_KEY)), on=list(RUN_KEY)),
-                       pd.read_csv(FLAGS.paper_table, dtype=str, keep_default_na=False).replace("", pd.NA))
-    table.to_csv(output_dir / "table1.csv", index=False)
-    (output_dir / "table1.md").write_text(to_markdown(table))
+        raise ValueError(f"--overrides for methods not in --methods: {sorted(unknown)}")
+    method_configs = {method: config_flags.replaced(config, FLAGS, method=method, **overrides.get(method, {}))
+                      for method in FLAGS.methods}
+    configure(config, runtime)
+    table = table1(method_configs, runtime, FLAGS.datasets, FLAGS.runs, FLAGS.table_only, FLAGS.paper_table)
     print(to_markdown(table), file=sys.stdout)
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(exit_on_user_error(main))

@@ -21,7 +21,7 @@ from absl import app, flags, logging
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dcgmm_tf.data import stl10  # noqa: E402  pylint: disable=wrong-import-position
+from dcgmm_tf.data import paths, stl10  # noqa: E402  pylint: disable=wrong-import-position
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("stl_dir", None, "Folder holding the STL-10 binaries (default: searched, else downloaded).")
@@ -38,11 +38,12 @@ def main(argv):
     import numpy as np
 
     stl_dir = Path(FLAGS.stl_dir) if FLAGS.stl_dir else stl10.find_binaries(FLAGS.data_dir)
-    data_root = stl10.search_dirs(FLAGS.data_dir)[0]
+    searched = paths.search_dirs(stl10.SUBFOLDER, FLAGS.data_dir)
+    data_root = searched[0]
     if stl_dir is None:
         if not FLAGS.download:
-            raise FileNotFoundError("STL-10 binaries not found (searched: "
-                                    f"{[str(d) for d in stl10.search_dirs(FLAGS.data_dir)]}) and --nodownload")
+            raise FileNotFoundError(f"STL-10 binaries not found (searched: {[str(d) for d in searched]}) and "
+                                    "--nodownload")
         logging.info("downloading %s into %s", stl10.URL, data_root)
         stl_dir = stl10.download_binaries(data_root)
     images, labels = stl10.read_labelled(stl_dir)

@@ -3,6 +3,8 @@
 import keras
 import numpy as np
 import pytest
+from scipy import sparse
+from scipy.sparse import csgraph
 from scipy.special import logsumexp
 
 from dcgmm_tf import ConstraintSet, metrics
@@ -78,6 +80,24 @@ def test_pckmeans_initialises_from_the_largest_neighbourhoods_and_survives_empty
     x = np.zeros((8, 3), np.float32)  # identical points: k-means keeps emptying clusters
     model = PCKMeans(3, max_iter=5).fit(x, constraints)
     assert np.isfinite(model.centroids_).all() and set(model.labels_) <= {0, 1, 2}
+
+
+def test_pckmeans_reuses_the_must_link_components_of_the_constraint_set(monkeypatch):
+    x, y = stripes()
+    constraints = ConstraintSet.from_labels(y, 300, seed=0)
+    must, n = constraints.must_link_mask, len(y)
+    graph = sparse.coo_matrix((np.ones(must.sum()), (constraints.i[must], constraints.j[must])), shape=(n, n))
+    _, direct = csgraph.connected_components(graph, directed=False)
+    sizes = np.bincount(direct)
+    expected = [np.flatnonzero(direct == c) for c in np.argsort(-sizes, kind="stable") if sizes[c] > 1]
+    calls = []
+    connected_components = csgraph.connected_components
+    monkeypatch.setattr(csgraph, "connected_components",
+                        lambda *args, **kwargs: calls.append(1) or connected_components(*args, **kwargs))
+    hoods = must_link_neighbourhoods(constraints)
+    assert [h.tolist() for h in hoods] == [h.tolist() for h in expected]
+    PCKMeans(2).fit(x, constraints)
+    assert len(calls) == 1  # computed once by the set, then reused by the fit's initialisation
 
 
 def test_independent_sets_partition_the_constrained_samples():

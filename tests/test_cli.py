@@ -1,4 +1,5 @@
-"""The experiment runner end to end on a small subset of the real Fashion-MNIST."""
+"""The command lines themselves: the runner end to end on a small subset of the real Fashion-MNIST, and the
+start-quality tool (the runner's recipe is tested in this process in test_training.py)."""
 
 import subprocess
 import sys
@@ -54,21 +55,6 @@ def write_toy_npz(tmp_path, n_train=200, n_test=100):
     return path
 
 
-def test_cli_pretrain_seed_shares_one_pretrained_model_across_runs(tmp_path):
-    write_toy_npz(tmp_path)
-    cmd = [sys.executable, "-m", "experiments.run", f"--dataset={tmp_path / 'toy.npz'}", "--epochs=1",
-           "--pretrain_epochs=1", "--num_constraints=50", "--latent_dim=2", "--batch_size=32", "--verbose=0",
-           "--runs=2", "--seed=5", "--pretrain_seed=3", "--cluster_init=gmm", "--restart_every=0",
-           f"--output_dir={tmp_path / 'out'}", f"--cache_dir={tmp_path / 'cache'}"]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    caches = list((tmp_path / "cache").glob("*.weights.h5"))
-    assert len(caches) == 1 and "-seed3-" in caches[0].name
-    rows = pd.read_csv(tmp_path / "out" / "results.csv")
-    assert list(rows["seed"]) == [5, 6]
-    assert rows["pretrain_acc"].nunique() == 1  # both runs start from the same pretrained GMM
-
-
 def test_init_quality_writes_one_row_per_checkpoint_and_gmm_state(tmp_path):
     write_toy_npz(tmp_path, 160, 80)
     cmd = [sys.executable, "-m", "experiments.init_quality", f"--dataset={tmp_path / 'toy.npz'}", "--seeds=0",
@@ -82,26 +68,3 @@ def test_init_quality_writes_one_row_per_checkpoint_and_gmm_state(tmp_path):
     assert rows[["test_acc", "constraint_satisfaction", "label_aligned_test_acc"]].apply(
         lambda c: c.between(0, 1)).all().all()
     assert (rows["pretrain_on"] == "train_test").all()
-
-
-def toy_run(tmp_path, name, *args):
-    """One run of experiments.run on toy.npz; returns its results row and its log (stderr)."""
-    cmd = [sys.executable, "-m", "experiments.run", f"--dataset={tmp_path / 'toy.npz'}", "--epochs=2",
-           "--pretrain_epochs=1", "--num_constraints=100", "--latent_dim=2", "--batch_size=32", "--verbose=0",
-           f"--output_dir={tmp_path / name}", f"--cache_dir={tmp_path / 'cache'}", *args]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return pd.read_csv(tmp_path / name / "results.csv").iloc[0], proc.stderr
-
-
-def test_default_start_uses_the_links_and_leaves_vade_as_the_paper(tmp_path):
-    write_toy_npz(tmp_path, 600, 100)
-    _, log = toy_run(tmp_path, "default")
-    assert "mixture initialised by latent_class" in log and "mixture restarted by latent_class after epoch 2" in log
-    _, log = toy_run(tmp_path, "paper", "--cluster_init=gmm", "--restart_every=0")
-    assert "mixture initialised" not in log and "restarted" not in log
-    vade, log = toy_run(tmp_path, "vade", "--method=vade")  # no constraints: the paper's GMM, never restarted
-    assert "mixture initialised" not in log and "restarted" not in log
-    vade_paper, _ = toy_run(tmp_path, "vade_paper", "--method=vade", "--cluster_init=gmm", "--restart_every=0")
-    columns = ["pretrain_acc", "acc", "nmi", "ari"]
-    assert vade[columns].tolist() == vade_paper[columns].tolist()

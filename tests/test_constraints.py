@@ -232,6 +232,21 @@ def test_from_labels_with_closure(labels):
 # ------------------------------------------------------------- closure ---
 
 
+def test_must_link_components_hand_made():
+    # Must-links 0-1-2 and 4-5; the cannot-links 2/4 and 3/6 join nothing; 7 is unconstrained.
+    c = ConstraintSet([0, 1, 4, 2, 3], [1, 2, 5, 4, 6], [1, 2, 1, -3, -1], 8)
+    components = c.must_link_components()
+    assert components.shape == (8,)
+    groups = {}
+    for sample, label in enumerate(components.tolist()):
+        groups.setdefault(label, []).append(sample)
+    assert sorted(groups.values()) == [[0, 1, 2], [3], [4, 5], [6], [7]]
+    assert c.must_link_components() is components  # Computed once per set.
+    with pytest.raises(ValueError):
+        components[0] = 7  # Read-only: the cache must stay valid.
+    assert len(set(ConstraintSet.empty(4).must_link_components().tolist())) == 4
+
+
 def test_transitive_closure_hand_made():
     # Must-links 0-1-2 and 4-5; cannot-links 2/4 and 3/6.
     c = ConstraintSet([0, 1, 4, 2, 3], [1, 2, 5, 4, 6], [1, 2, 1, -3, -1], 7)

@@ -1,13 +1,17 @@
-"""Tests for dcgmm_tf.data.datasets."""
+"""Tests for dcgmm_tf.data: load_dataset, the registry, the search paths, MNIST-style and .npz data sets, and the
+package's import graph."""
 
+import ast
 import gzip
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from dcgmm_tf.data import datasets
-from dcgmm_tf.data.datasets import Dataset, load_dataset, read_idx, search_paths
+from dcgmm_tf.data import Dataset, load_dataset, mnist, paths, read_idx, registry, reuters, stl10, utkface
+from dcgmm_tf.data.mnist import search_paths
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "dcgmm_tf"
 
 IDX_FILES = (
     "train-images-idx3-ubyte",
@@ -50,15 +54,15 @@ def fixture_isolated(tmp_path, monkeypatch):
     roots = {key: tmp_path / key for key in ("repo", "system", "keras", "env")}
     for root in roots.values():
         root.mkdir()
-    monkeypatch.setattr(datasets, "_REPO_DATA_DIR", roots["repo"])
-    monkeypatch.setattr(datasets, "_SYSTEM_DATA_DIR", roots["system"])
+    monkeypatch.setattr(paths, "REPO_DATA_DIR", roots["repo"])
+    monkeypatch.setattr(paths, "SYSTEM_DATA_DIR", roots["system"])
     monkeypatch.setenv("KERAS_HOME", str(roots["keras"]))
     monkeypatch.delenv("DCGMM_DATA", raising=False)
 
     def no_download(name):
         raise AssertionError(f"unexpected download of {name}")
 
-    monkeypatch.setattr(datasets, "_download", no_download)
+    monkeypatch.setattr(mnist, "_download", no_download)
     return roots
 
 
@@ -139,6 +143,22 @@ def test_search_paths_defaults(monkeypatch):
     assert not any(str(p).startswith("/usr/share") for p in search_paths("mnist"))
 
 
+def test_search_dirs_of_the_other_loaders(isolated, tmp_path, monkeypatch):
+    """Reuters and STL-10 try each base with, then without their sub-folder; UTKFace three sub-folders only."""
+    monkeypatch.setenv("DCGMM_DATA", str(tmp_path / "env"))
+    bases = [tmp_path / "mine", tmp_path / "env", isolated["repo"]]
+    for subfolder in (reuters.SUBFOLDER, stl10.SUBFOLDER):
+        expected = [path for base in bases for path in (base / subfolder, base)]
+        assert paths.search_dirs(subfolder, tmp_path / "mine") == expected
+        assert paths.search_dirs(subfolder, tmp_path / "env") == expected[2:]  # no repeats
+    expected = [path for base in bases for path in (base / "utkface" / "UTKFace", base / "utkface", base / "UTKFace")]
+    assert paths.search_dirs(utkface.SUBFOLDERS, tmp_path / "mine") == expected
+    assert utkface.find_folder(tmp_path / "mine") == (None, expected)
+    (tmp_path / "env" / "UTKFace").mkdir(parents=True)
+    (tmp_path / "env" / "UTKFace" / "25_0_0_20170116174525125.jpg").touch()
+    assert utkface.find_folder(tmp_path / "mine") == (tmp_path / "env" / "UTKFace", expected[:6])
+
+
 # ------------------------------------------------------------ loading ---
 
 
@@ -202,14 +222,14 @@ def test_download_fallback(isolated, monkeypatch):
         x = np.zeros((3, 28, 28), np.uint8)
         return (x, np.array([0, 1, 2], np.uint8)), (x[:1], np.array([1], np.uint8))
 
-    monkeypatch.setattr(datasets, "_download", fake_download)
+    monkeypatch.setattr(mnist, "_download", fake_download)
     ds = load_dataset("mnist")
     assert ds.x_train.shape == (3, 784) and ds.y_test.tolist() == [1]
 
     def failing_download(name):
         raise OSError("no network")
 
-    monkeypatch.setattr(datasets, "_download", failing_download)
+    monkeypatch.setattr(mnist, "_download", failing_download)
     with pytest.raises(FileNotFoundError, match="no network"):
         load_dataset("mnist")
 
@@ -217,6 +237,29 @@ def test_download_fallback(isolated, monkeypatch):
 def test_unknown_name():
     with pytest.raises(ValueError, match=r"Unknown dataset 'cifar'.*'mnist'"):
         load_dataset("cifar")
+    with pytest.raises(ValueError, match=r"Known names: \['fashion', 'fashion_mnist', 'mnist', 'reuters', 'stl10', "
+                       r"'utkface_ethnicity', 'utkface_gender'\]"):
+        load_dataset("utkface_age")
+
+
+def test_registry(tmp_path, monkeypatch):
+    monkeypatch.setattr(registry, "_LOADERS", dict(registry._LOADERS))  # pylint: disable=protected-access
+    assert registry.lookup("Fashion-MNIST") is registry.lookup("fashion_mnist") is not None
+    assert registry.lookup("UTKFace-Gender") is registry.lookup("utkface_gender") is not None
+    assert registry.lookup("cifar") is None
+    calls = []
+    x, y = np.zeros((2, 1), np.float32), np.zeros(2, np.int64)
+
+    def toy(data_dir, *, download, image_size):
+        calls.append((data_dir, download, image_size))
+        return Dataset(x, y, x, y, "toy", "gaussian")
+
+    registry.register("toy", toy)
+    assert "toy" in registry.names()
+    assert load_dataset("TOY", tmp_path, download=False, image_size=8).name == "toy"
+    assert calls == [(tmp_path, False, 8)]
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register("Toy", toy)
 
 
 def test_real_fashion_mnist(monkeypatch):
@@ -288,3 +331,92 @@ def test_dataset_validation():
     with pytest.raises(ValueError, match="likelihood"):
         Dataset(x, y, x, y, "d", "poisson")
     assert Dataset(x, y, x, y + 2, "d", "gaussian").num_classes == 2
+
+
+# ------------------------------------------------------- import graph ---
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Module -> the modules of the same package it imports, read statically with `ast`.
+
+    Imports at module level and inside functions count, those under `if TYPE_CHECKING:` do not. Importing a
+    submodule is an edge to that submodule only (not to the parent packages Python initialises first); `from pkg
+    import name` is an edge to `pkg.name` if that is a module, else to `pkg`.
+    """
+    modules = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {}
+    for name, path in modules.items():
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        targets = graph[name] = set()
+        pending = [ast.parse(path.read_text(), str(path))]
+        while pending:
+            node = pending.pop()
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                pending.extend(node.orelse)
+                continue
+            pending.extend(ast.iter_child_nodes(node))
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names if alias.name in modules)
+            elif isinstance(node, ast.ImportFrom):
+                base = package[:len(package) - node.level + 1] if node.level else []
+                source = ".".join(base + ([node.module] if node.module else []))
+                for alias in node.names:
+                    target = f"{source}.{alias.name}"
+                    if target in modules or source in modules:
+                        targets.add(target if target in modules else source)
+    return graph
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The cycle closed by each back edge of a depth-first search, as `[a, b, ..., a]`; empty if acyclic."""
+    cycles, done, stack = [], set(), []
+
+    def visit(node):
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if target in stack:
+                cycles.append(stack[stack.index(target):] + [target])
+            elif target not in done:
+                visit(target)
+        stack.pop()
+        done.add(node)
+
+    for node in sorted(graph):
+        if node not in done:
+            visit(node)
+    return cycles
+
+
+def test_import_graph_checker_finds_function_level_and_relative_cycles(tmp_path):
+    files = {
+        "__init__.py": "from pkg.a import f\n",
+        "a.py": "def f():\n    from pkg import b\n",
+        "b.py": "from . import a\nimport os\n",
+        "c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import b\nelse:\n    import pkg.a\n",
+        "sub/__init__.py": "from ..c import x\n",
+    }
+    for name, text in files.items():
+        (tmp_path / "pkg" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "pkg" / name).write_text(text)
+    graph = import_graph(tmp_path / "pkg")
+    assert graph == {"pkg": {"pkg.a"}, "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.a"}, "pkg.c": {"pkg.a"},
+                     "pkg.sub": {"pkg.c"}}
+    assert find_cycles(graph) == [["pkg.a", "pkg.b", "pkg.a"]]
+    assert find_cycles(graph | {"pkg.b": set()}) == []
+
+
+def test_data_package_has_no_import_cycle():
+    graph = import_graph(PACKAGE_ROOT)
+    data = {name for name in graph if name.startswith("dcgmm_tf.data.")}
+    assert {"dcgmm_tf.data.dataset", "dcgmm_tf.data.paths", "dcgmm_tf.data.registry"} <= data
+    assert "dcgmm_tf.data.reuters" in graph["dcgmm_tf.data.registry"]
+    assert "dcgmm_tf.data.registry" in graph["dcgmm_tf.data.datasets"]
+    assert [name for name in data if "dcgmm_tf.data.datasets" in graph[name]] == []  # only __init__ imports it
+    assert [cycle for cycle in find_cycles(graph) if any(name.startswith("dcgmm_tf.data") for name in cycle)] == []
+
+
+def test_package_has_no_import_cycle():
+    assert find_cycles(import_graph(PACKAGE_ROOT)) == []

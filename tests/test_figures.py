@@ -1,22 +1,16 @@
-"""The figure runners end to end on a tiny image-folder data set, and their helpers."""
+"""The figure and Table 1 drivers end to end in this process on a tiny image-folder data set, and their helpers."""
 
+import dataclasses
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from absl import flags
-from absl.testing import flagsaver
 from PIL import Image
 
-from experiments import fig_common, fig_samples, run
-
-REPO = Path(__file__).resolve().parents[1]
-TINY = ["--image_size=8", "--epochs=1", "--pretrain_epochs=1", "--batch_size=16", "--pretrain_batch_size=16",
-        "--verbose=0", "--eval_every=1"]
+from dcgmm_tf.config import RunConfig, RuntimeConfig
+from dcgmm_tf.data import Dataset
+from experiments import fig_common, fig_constraints, fig_embeddings, fig_noise, fig_samples, runs, table1
 
 
 @pytest.fixture(scope="module")
@@ -33,19 +27,19 @@ def tiny(tmp_path_factory):
     return root
 
 
-def run_figure(module, root, name, *args):
-    cmd = [sys.executable, "-m", f"experiments.{module}", f"--dataset={root / 'shapes'}",
-           f"--output_dir={root / name}", f"--work_dir={root / (name + '_work')}", f"--cache_dir={root / 'cache'}",
-           *TINY, *args]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc
+def settings(root, name, **changes):
+    """The tiny run config on the image folder and a runtime config writing to <root>/<name>_work."""
+    config = RunConfig(dataset=str(root / "shapes"), image_size=8, epochs=1, pretrain_epochs=1, batch_size=16,
+                       pretrain_batch_size=16, **changes)
+    runtime = RuntimeConfig(deterministic=False, verbose=0, eval_every=1, output_dir=str(root / f"{name}_work"),
+                            cache_dir=str(root / "cache"))
+    return config, runtime
 
 
-def test_constraints_figure_sweeps_fractions_of_n(tiny):
-    proc = run_figure("fig_constraints", tiny, "constraints", "--methods=dcgmm,nosuchmethod",
-                      "--fractions=0.1,0.5")
-    assert "nosuchmethod" in proc.stderr  # skipped with a warning
+def test_constraints_figure_sweeps_fractions_of_n(tiny, caplog):
+    config, runtime = settings(tiny, "constraints")
+    fig_constraints.constraints_figure(config, runtime, tiny / "constraints", 1, ["dcgmm", "nosuchmethod"], [0.1, 0.5])
+    assert "nosuchmethod" in caplog.text  # skipped with a warning
     rows = pd.read_csv(tiny / "constraints" / "results.csv")
     assert rows["num_constraints"].tolist() == [5, 24]  # N = 48 training images (80% of 60)
     assert (rows["method"] == "dcgmm").all() and rows[["acc", "nmi", "ari"]].notna().all().all()
@@ -54,16 +48,19 @@ def test_constraints_figure_sweeps_fractions_of_n(tiny):
 
 
 def test_noise_figure_uses_the_paper_confidence(tiny):
-    run_figure("fig_noise", tiny, "noise", "--methods=dcgmm", "--noise_levels=0.2", "--cidec_noise_penalties=")
+    config, runtime = settings(tiny, "noise")
+    fig_noise.noise_figure(config, runtime, tiny / "noise", 1, ["dcgmm"], [0.2], 1.0)
     rows = pd.read_csv(tiny / "noise" / "results.csv")
     assert rows["q"].tolist() == [0.2] and rows["num_constraints"].tolist() == [48]
     assert rows["alpha"].iloc[0] == pytest.approx(1000 * math.log(0.8 / 0.2), rel=1e-5)
     assert (tiny / "noise" / "noise.png").exists()
+    with pytest.raises(ValueError, match="one value per noise level"):
+        fig_noise.noise_figure(config, runtime, tiny / "noise", 1, ["cidec"], [0.1, 0.2], 1.0, [0.01])
 
 
 def test_embedding_and_sample_figures_with_vgg_networks(tiny):
-    vgg = ["--architecture=vgg", "--vgg_filters=4,8", "--num_constraints=40"]
-    run_figure("fig_embeddings", tiny, "embeddings", *vgg)
+    config, runtime = settings(tiny, "embeddings", architecture="vgg", vgg_filters=(4, 8), num_constraints=40)
+    fig_embeddings.embeddings_figure(config, runtime, tiny / "embeddings", 1, ["vade", "dcgmm"])
     rows = pd.read_csv(tiny / "embeddings" / "results.csv")
     assert rows["method"].tolist() == ["vade", "dcgmm"] and rows["num_constraints"].tolist() == [0, 40]
     points = pd.read_csv(tiny / "embeddings" / "embeddings.csv")
@@ -72,11 +69,27 @@ def test_embedding_and_sample_figures_with_vgg_networks(tiny):
     assert (tiny / "embeddings" / "embeddings.png").exists()
 
     model = tiny / "embeddings_work" / "runs" / "dcgmm-shapes-seed0" / "model.keras"
-    run_figure("fig_samples", tiny, "samples", *vgg, f"--model_path={model}", "--samples_per_cluster=3")
+    fig_samples.samples_figure(config, runtime, tiny / "samples", 1, str(model), samples_per_cluster=3)
     clusters = pd.read_csv(tiny / "samples" / "clusters.csv")
     assert sorted(clusters["cluster"]) == [0, 1, 2] and clusters["test_samples"].sum() == 12
     with Image.open(tiny / "samples" / "samples.png") as image:
         assert image.size[0] > 100 and image.size[1] > 100
+
+
+def test_table1_runs_each_method_with_its_overrides_and_joins_the_paper(tiny):
+    config, runtime = settings(tiny, "table1", num_constraints=20)
+    runtime = dataclasses.replace(runtime, output_dir=str(tiny / "table1"))
+    method_configs = {"pckmeans": dataclasses.replace(config, method="pckmeans", epochs=3),
+                      "dcgmm": dataclasses.replace(config, epochs=2)}
+    table = table1.table1(method_configs, runtime, [str(tiny / "shapes")], 2)
+    rows = pd.read_csv(tiny / "table1" / "results.csv")
+    assert rows[["method", "seed", "epochs"]].values.tolist() == [["pckmeans", 0, 3], ["dcgmm", 0, 2],
+                                                                   ["pckmeans", 1, 3], ["dcgmm", 1, 2]]
+    assert table["runs"].tolist() == [2] * 6 and table["measured"].str.contains("±").all()
+    assert "| shapes | ACC |" in (tiny / "table1" / "table1.md").read_text()
+    again = table1.table1(method_configs, runtime, [str(tiny / "shapes")], 2, table_only=True)
+    pd.testing.assert_frame_equal(again, table)
+    assert len(pd.read_csv(tiny / "table1" / "results.csv")) == 4  # nothing ran again
 
 
 def test_image_grid_tiles_rows_and_columns():
@@ -103,23 +116,23 @@ def test_available_methods_keeps_known_ones():
         fig_common.available_methods(["nosuch"])
 
 
-def test_sweep_appends_rows_and_skips_settings_already_done(tmp_path, monkeypatch):
+def test_sweep_appends_rows_and_skips_configs_already_done(tmp_path, monkeypatch):
     calls = []
 
-    def fake_run_once(data, seed, output_dir):
-        calls.append((flags.FLAGS.method, flags.FLAGS.num_constraints, seed))
-        return {"method": flags.FLAGS.method, "seed": seed, "num_constraints": flags.FLAGS.num_constraints,
-                "q": flags.FLAGS.q, "epochs": flags.FLAGS.epochs, "ari": 0.5}
+    def fake_train_and_evaluate(config, data, runtime):
+        calls.append((config.method, config.num_constraints, config.seed))
+        return {"dataset": data.name, "method": config.method, "seed": config.seed,
+                "num_constraints": config.num_constraints, "q": config.q, "epochs": config.epochs, "ari": 0.5,
+                "config": config.key()}, None
 
-    monkeypatch.setattr(run, "run_once", fake_run_once)
-    flags.FLAGS.mark_as_parsed()
-    settings = [{"method": "dcgmm", "num_constraints": n} for n in (10, 20)]
-    with flagsaver.flagsaver(output_dir=str(tmp_path), work_dir=str(tmp_path / "work"), runs=2, seed=3,
-                             epochs=7, q=0.0, num_constraints=6000):
-        rows = fig_common.sweep(None, settings, "test")
-        assert calls == [("dcgmm", 10, 3), ("dcgmm", 10, 4), ("dcgmm", 20, 3), ("dcgmm", 20, 4)]
-        assert flags.FLAGS.num_constraints == 6000  # restored
-        fig_common.sweep(None, settings + [{"method": "dcgmm", "num_constraints": 30}], "test")
+    monkeypatch.setattr(runs, "train_and_evaluate", fake_train_and_evaluate)
+    data = Dataset(np.zeros((4, 2), np.float32), np.arange(4), np.zeros((2, 2), np.float32), np.arange(2), "d",
+                   "bernoulli")
+    configs = [RunConfig(seed=3, epochs=7, num_constraints=n) for n in (10, 20)]
+    rows = fig_common.sweep(configs, data, RuntimeConfig(), tmp_path / "results.csv", 2)
+    assert calls == [("dcgmm", 10, 3), ("dcgmm", 10, 4), ("dcgmm", 20, 3), ("dcgmm", 20, 4)]
+    fig_common.sweep(configs + [RunConfig(seed=3, epochs=7, num_constraints=30)], data, RuntimeConfig(),
+                     tmp_path / "results.csv", 2)
     assert calls[4:] == [("dcgmm", 30, 3), ("dcgmm", 30, 4)]
     assert len(rows) == 4 and len(pd.read_csv(tmp_path / "results.csv")) == 6
     assert rows["schedule"].str.contains("7 training epochs, 2 run").all()

@@ -9,8 +9,7 @@ import pytest
 from PIL import Image
 from scipy import sparse
 
-from dcgmm_tf.data import image_folder, load_dataset, reuters, stl10, utkface
-from dcgmm_tf.data.datasets import Dataset
+from dcgmm_tf.data import Dataset, image_folder, load_dataset, reuters, stl10, utkface
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -236,34 +236,3 @@ def test_killed_run_resumes_where_it_stopped(cli_runs):
     assert resumed["epoch"].tolist() == list(range(6))  # one line per epoch, none lost or repeated
     pd.testing.assert_frame_equal(resumed, history(tmp_path / "a"))
     assert not list((out / "runs" / "dcgmm-toy-seed3").glob("backup-*"))
-
-
-def test_finished_runs_are_skipped(tmp_path, monkeypatch):
-    from experiments import results, run
-
-    x, y = toy_data(40)
-    np.savez(tmp_path / "toy.npz", x_train=x, y_train=y, x_test=x, y_test=y)
-    calls = []
-
-    def fake_run_once(data, seed, output_dir):
-        calls.append(seed)
-        return {"dataset": data.name, "method": "dcgmm", "seed": seed, "num_constraints": 10, "q": 0.0,
-                "alpha": 1e4, "epochs": 3, "acc": 0.5}
-
-    monkeypatch.setattr(run, "run_once", fake_run_once)
-    try:
-        FLAGS(["run", f"--dataset={tmp_path / 'toy.npz'}", f"--output_dir={tmp_path}", "--epochs=3",
-               "--runs=2", "--deterministic=false"])
-        results.append_row(tmp_path / "results.csv", {**fake_run_once(load_dataset(str(tmp_path / "toy.npz")), 0, None),
-                                                      "config": run.config_key()})
-        calls.clear()
-        run.main(["run"])
-        assert calls == [1]  # seed 0 was done already
-        run.main(["run"])
-        assert calls == [1]
-        FLAGS["batch_size"].value = 128  # another configuration: run again
-        run.main(["run"])
-        assert calls == [1, 0, 1]
-    finally:
-        FLAGS.unparse_flags()
-    assert len(pd.read_csv(tmp_path / "results.csv")) == 4

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from dcgmm_tf.storage import settings_hash
 from experiments import results
 
 REPO = Path(__file__).resolve().parents[1]
@@ -108,7 +109,7 @@ def test_rows_follow_the_existing_header(tmp_path, caplog):
     assert path.read_text() == "a,b\n1,2\n3,4\n6,\n"
 
 
-def test_has_row_and_config_key(tmp_path):
+def test_has_row_and_settings_hash(tmp_path):
     path = tmp_path / "r.csv"
     assert not results.has_row(path, {"seed": 0})
     results.append_row(path, {"method": "dcgmm", "seed": 3, "q": 0.1, "config": "abc"})
@@ -116,9 +117,9 @@ def test_has_row_and_config_key(tmp_path):
     assert results.has_row(path, {"q": 0.1})
     assert not results.has_row(path, {"method": "dcgmm", "seed": 4, "config": "abc"})
     assert not results.has_row(path, {"method": "vade", "seed": 3})
-    key = results.config_key({"b": 1, "a": [1, 2]})
-    assert key == results.config_key({"a": [1, 2], "b": 1}) and len(key) == 12
-    assert key != results.config_key({"b": 2, "a": [1, 2]})
+    key = settings_hash({"b": 1, "a": [1, 2]})
+    assert key == settings_hash({"a": [1, 2], "b": 1}) and len(key) == 12
+    assert key != settings_hash({"b": 2, "a": [1, 2]})
 
 
 def test_write_csv_atomically(tmp_path):

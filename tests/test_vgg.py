@@ -3,12 +3,12 @@
 import keras
 import numpy as np
 import pytest
-from absl import flags
-from absl.testing import flagsaver
 
 from dcgmm_tf import ConstraintSet, DCGMM
 from dcgmm_tf.data import constrained_dataset
-from dcgmm_tf.data.datasets import Dataset
+from dcgmm_tf import training
+from dcgmm_tf.config import RunConfig
+from dcgmm_tf.data import Dataset
 from dcgmm_tf.networks import MLPEncoder, VGGDecoder, VGGEncoder
 
 
@@ -61,20 +61,16 @@ def test_keras_round_trip_and_tiny_fit(tmp_path):
     np.testing.assert_allclose(loaded.embed(x), model.embed(x), atol=1e-6)
 
 
-def test_run_flags_select_vgg_networks_and_image_inputs():
-    from experiments import run
-
-    flags.FLAGS.mark_as_parsed()
+def test_config_selects_vgg_networks_and_image_inputs():
     x = np.random.default_rng(0).random((10, 64)).astype(np.float32)
     y = np.arange(10) % 2
     data = Dataset(x, y, x[:4], y[:4], name="t", likelihood="bernoulli", image_shape=(8, 8, 1))
-    with flagsaver.flagsaver(architecture="vgg", vgg_filters=["4", "8"], latent_dim=3,
-                             max_train_samples=6, max_test_samples=0):
-        x_train, y_train, x_test, _ = run._subsets(data, seed=0)  # pylint: disable=protected-access
-        assert x_train.shape == (6, 8, 8, 1) and x_test.shape == (4, 8, 8, 1) and y_train.shape == (6,)
-        model = run.make_model(data, x_train.shape[1:], 2, seed=0)
+    config = RunConfig(architecture="vgg", vgg_filters=(4, 8), latent_dim=3, max_train_samples=6)
+    x_train, y_train, x_test, _ = training.model_inputs(training.subsets(data, config), config)
+    assert x_train.shape == (6, 8, 8, 1) and x_test.shape == (4, 8, 8, 1) and y_train.shape == (6,)
+    model = training.make_model(config, data, 2, seed=0)
     assert isinstance(model.encoder, VGGEncoder) and model.encoder.filters == (4, 8)
     assert model.decoder.image_shape == (8, 8, 1) and model.latent_dim == 3
-    with flagsaver.flagsaver(architecture="mlp", latent_dim=3):
-        assert isinstance(run.make_model(data, (64,), 2, seed=0).encoder, MLPEncoder)
-        assert run._subsets(data, seed=0)[0].shape == (10, 64)  # pylint: disable=protected-access
+    mlp = RunConfig(latent_dim=3)
+    assert isinstance(training.make_model(mlp, data, 2, seed=0).encoder, MLPEncoder)
+    assert training.model_inputs(training.subsets(data, mlp), mlp).x_train.shape == (10, 64)

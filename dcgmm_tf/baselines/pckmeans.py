@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import sparse
-from scipy.sparse import csgraph
 
 from dcgmm_tf.constraints import ConstraintSet
 
@@ -27,11 +26,11 @@ def squared_distances(x: np.ndarray, centroids: np.ndarray, x_norm: np.ndarray |
 
 
 def must_link_neighbourhoods(constraints: ConstraintSet) -> list[np.ndarray]:
-    """Connected components of the must-link graph with at least two samples, largest first."""
-    must = constraints.must_link_mask
-    n = constraints.num_samples
-    graph = sparse.coo_matrix((np.ones(int(must.sum())), (constraints.i[must], constraints.j[must])), shape=(n, n))
-    _, component = csgraph.connected_components(graph, directed=False)
+    """Connected components of the must-link graph with at least two samples, largest first.
+
+    Uses the set's cached :meth:`ConstraintSet.must_link_components`.
+    """
+    component = constraints.must_link_components()
     sizes = np.bincount(component)
     order = np.argsort(-sizes, kind="stable")
     return [np.flatnonzero(component == c) for c in order if sizes[c] > 1]

@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from dcgmm_tf.data.datasets import Dataset
+from dcgmm_tf.data.dataset import Dataset
 from dcgmm_tf.data.splits import random_split
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp")

@@ -14,27 +14,17 @@ from pathlib import Path
 import numpy as np
 from scipy import sparse
 
-from dcgmm_tf.data.datasets import _REPO_DATA_DIR, Dataset
+from dcgmm_tf.data import paths
+from dcgmm_tf.data.dataset import Dataset
 from dcgmm_tf.data.splits import random_split
 
 CATEGORIES = ("CCAT", "GCAT", "MCAT", "ECAT")  # corporate, government/social, markets, economics
+SUBFOLDER = "reuters"  # of each searched folder (see `paths.search_dirs`)
 SINGLE_FILE = "reutersidf10k.npy"
 SPLIT_FILES = ("reutersidf10k_train.npy", "reutersidf10k_test.npy")
 NUM_WORDS = 2000
 NUM_DOCUMENTS = 10_000
 TEST_FRACTION = 0.2
-
-
-def search_dirs(data_dir: str | os.PathLike | None = None) -> list[Path]:
-    """`data_dir`, `$DCGMM_DATA` and `<repo>/data`, each with and without a `reuters` sub-folder."""
-    bases = [data_dir, os.environ.get("DCGMM_DATA") or None, _REPO_DATA_DIR]
-    dirs = []
-    for base in bases:
-        if base is not None:
-            for path in (Path(base).expanduser() / "reuters", Path(base).expanduser()):
-                if path not in dirs:
-                    dirs.append(path)
-    return dirs
 
 
 def read_idf_file(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
@@ -109,7 +99,7 @@ def load_reuters(data_dir: str | os.PathLike | None = None, *, download: bool = 
       FileNotFoundError: If no file is found and building it from RCV1 is impossible (offline).
       ValueError: If a file does not hold the expected dict.
     """
-    dirs = search_dirs(data_dir)
+    dirs = paths.search_dirs(SUBFOLDER, data_dir)
     for directory in dirs:
         train, test = (directory / f for f in SPLIT_FILES)
         if train.is_file() and test.is_file():
@@ -127,8 +117,8 @@ def load_reuters(data_dir: str | os.PathLike | None = None, *, download: bool = 
     raise FileNotFoundError(
         f"Reuters-10k not found ({note}). Looked for {SINGLE_FILE} or {' + '.join(SPLIT_FILES)} in:\n{searched}\n"
         "Get reutersidf10k.npy from the DEC or VaDE repositories (or the two split files from DC-GMM's) and put "
-        f"it in {_REPO_DATA_DIR}/reuters, in $DCGMM_DATA or in --data_dir; or run once with internet access to "
-        "build it from RCV1. See data/README.md.")
+        f"it in {paths.REPO_DATA_DIR / SUBFOLDER}, in $DCGMM_DATA or in --data_dir; or run once with internet "
+        "access to build it from RCV1. See data/README.md.")
 
 
 def _dataset(x_train, y_train, x_test, y_test) -> Dataset:

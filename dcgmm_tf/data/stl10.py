@@ -13,25 +13,16 @@ from pathlib import Path
 
 import numpy as np
 
-from dcgmm_tf.data.datasets import _REPO_DATA_DIR, Dataset
+from dcgmm_tf.data import paths
+from dcgmm_tf.data.dataset import Dataset
 from dcgmm_tf.data.splits import random_split
 
 URL = "http://ai.stanford.edu/~acoates/stl10/stl10_binary.tar.gz"
+SUBFOLDER = "stl10"  # of each searched folder (see `paths.search_dirs`)
 FEATURES_FILE = "stl10_resnet50.npz"
 LABELLED_SPLITS = ("train", "test")
 IMAGE_SHAPE = (96, 96, 3)
 TEST_FRACTION = 0.2
-
-
-def search_dirs(data_dir: str | os.PathLike | None = None) -> list[Path]:
-    """`data_dir`, `$DCGMM_DATA` and `<repo>/data`, each with and without an `stl10` sub-folder."""
-    dirs = []
-    for base in (data_dir, os.environ.get("DCGMM_DATA") or None, _REPO_DATA_DIR):
-        if base is not None:
-            for path in (Path(base).expanduser() / "stl10", Path(base).expanduser()):
-                if path not in dirs:
-                    dirs.append(path)
-    return dirs
 
 
 def read_binaries(directory: str | os.PathLike, split: str) -> tuple[np.ndarray, np.ndarray]:
@@ -62,7 +53,7 @@ def read_labelled(directory: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]
 
 def find_binaries(data_dir: str | os.PathLike | None = None) -> Path | None:
     """The first searched folder (or its `stl10_binary` sub-folder) holding the labelled binaries."""
-    for directory in search_dirs(data_dir):
+    for directory in paths.search_dirs(SUBFOLDER, data_dir):
         for folder in (directory / "stl10_binary", directory):
             if all((folder / f"{s}_{k}.bin").is_file() for s in LABELLED_SPLITS for k in "Xy"):
                 return folder
@@ -109,7 +100,7 @@ def load_stl10(data_dir: str | os.PathLike | None = None, *, seed: int = 0) -> D
       FileNotFoundError: If no features file is found (the message says how to make one).
       ValueError: If the file is malformed.
     """
-    dirs = search_dirs(data_dir)
+    dirs = paths.search_dirs(SUBFOLDER, data_dir)
     path = next((d / FEATURES_FILE for d in dirs if (d / FEATURES_FILE).is_file()), None)
     if path is None:
         where = "\n".join(f"  {d}" for d in dirs)

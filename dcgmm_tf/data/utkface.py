@@ -21,11 +21,14 @@ from pathlib import Path
 import numpy as np
 from absl import logging
 
-from dcgmm_tf.data.datasets import _REPO_DATA_DIR, Dataset
+from dcgmm_tf.data import paths
+from dcgmm_tf.data.dataset import Dataset
 from dcgmm_tf.data.image_folder import read_images, split_images
 
 RACES = ("White", "Black", "Asian", "Indian", "Others")
 GENDERS = ("male", "female")
+# Of each searched folder (see `paths.search_dirs`): the images are in UTKFace/ of the extracted archive.
+SUBFOLDERS = ("utkface/UTKFace", "utkface", "UTKFace")
 _NAME = re.compile(r"^(\d+)_([01])_([0-4])_\d+\.jpg(\.chip\.jpg)?$", re.IGNORECASE)
 
 
@@ -67,16 +70,10 @@ def select(files: list[Path], task: Task) -> tuple[list[Path], np.ndarray]:
 
 def find_folder(data_dir: str | os.PathLike | None = None) -> tuple[Path | None, list[Path]]:
     """The first folder holding UTKFace images, and every folder searched."""
-    bases = [Path(b).expanduser() for b in (data_dir, os.environ.get("DCGMM_DATA") or None, _REPO_DATA_DIR)
-             if b is not None]
-    searched = []
-    for base in bases:
-        for folder in (base / "utkface" / "UTKFace", base / "utkface", base / "UTKFace"):
-            if folder in searched:
-                continue
-            searched.append(folder)
-            if folder.is_dir() and any(parse_name(p.name) for p in folder.iterdir()):
-                return folder, searched
+    searched = paths.search_dirs(SUBFOLDERS, data_dir)
+    for n, folder in enumerate(searched):
+        if folder.is_dir() and any(parse_name(p.name) for p in folder.iterdir()):
+            return folder, searched[:n + 1]
     return None, searched
 
 
@@ -96,8 +93,8 @@ def load_utkface(task: str = "gender", data_dir: str | os.PathLike | None = None
         raise FileNotFoundError(
             f"UTKFace images (age_gender_race_date.jpg) not found in:\n{where}\nUTKFace has no stable direct "
             "download link: get UTKFace.tar.gz (aligned & cropped faces) from https://susanqq.github.io/UTKFace/, "
-            f"extract it into {_REPO_DATA_DIR}/utkface (giving utkface/UTKFace/*.jpg), $DCGMM_DATA or --data_dir. "
-            "See data/README.md.")
+            f"extract it into {paths.REPO_DATA_DIR}/utkface (giving utkface/UTKFace/*.jpg), $DCGMM_DATA or "
+            "--data_dir. See data/README.md.")
     files, labels = select(sorted(p for p in folder.iterdir() if p.is_file()), TASKS[task])
     if len(files) < 2:
         raise ValueError(f"{folder}: only {len(files)} face(s) match the {task} task")

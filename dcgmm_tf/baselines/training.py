@@ -1,0 +1,71 @@
+"""The baselines' trainers, with the interface of DC-GMM's (``dcgmm_tf.training.TRAINERS``)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import keras
+import pandas as pd
+
+from dcgmm_tf import metrics
+from dcgmm_tf.baselines.dec import CIDEC, SDEC
+from dcgmm_tf.baselines.layerwise import StackedAutoencoder, pretrain_layerwise
+from dcgmm_tf.baselines.pckmeans import PCKMeans
+from dcgmm_tf.config import RunConfig, RuntimeConfig
+from dcgmm_tf.constraints import ConstraintSet
+from dcgmm_tf.data import Dataset
+from dcgmm_tf.storage import settings_hash
+from dcgmm_tf.trainer_base import TrainedModel, cache_dir, predict_clusters
+
+
+def train_pckmeans(config: RunConfig, data: Dataset, constraints: ConstraintSet, num_clusters: int,
+                   run_dir: Path | None, runtime: RuntimeConfig) -> TrainedModel:
+    """PCKmeans on the raw features, as in the paper (no initial clustering to score: ``start_acc`` is NaN)."""
+    del runtime
+    model = PCKMeans(num_clusters, weight=config.pckmeans_weight, max_iter=config.epochs, seed=config.seed)
+    model.fit(data.x_train, constraints)
+    history = pd.DataFrame(model.history_)
+    if run_dir is not None:
+        history.to_csv(run_dir / "history.csv", index=False)
+    logging.info("PCKmeans: %d iterations, converged: %s", model.n_iter_, model.converged_)
+    return TrainedModel(model, history.to_dict("list"), float("nan"))
+
+
+def train_dec(config: RunConfig, data: Dataset, constraints: ConstraintSet, num_clusters: int,
+              run_dir: Path | None, runtime: RuntimeConfig) -> TrainedModel:
+    """SDEC or C-IDEC (``config.method``): layer-wise pretraining of the stacked autoencoder (cached per seed, so
+    both share it), k-means centres, then the clustering epochs; ``start_acc`` is the test ACC of the k-means."""
+    x_train, x_test, y_test, seed = data.x_train, data.x_test, data.y_test, config.seed
+    autoencoder = StackedAutoencoder(x_train.shape[-1], config.latent_dim, name="autoencoder")
+    settings = {"model": autoencoder.get_config(), "layer_epochs": config.layer_pretrain_epochs,
+                "finetune_epochs": config.finetune_epochs, "batch_size": config.pretrain_batch_size, "n": len(x_train)}
+    cache = cache_dir(runtime) / f"dec-pretrain-{data.name}-seed{seed}-{settings_hash(settings)}.weights.h5"
+    cached = pretrain_layerwise(autoencoder, x_train, layer_epochs=config.layer_pretrain_epochs,
+                                finetune_epochs=config.finetune_epochs, batch_size=config.pretrain_batch_size,
+                                seed=seed, cache_path=cache, verbose=runtime.verbose)
+    logging.info("pretrained autoencoder %s %s", "loaded from" if cached else "saved to", cache)
+    if config.method == "sdec":  # DEC's optimiser
+        model = SDEC(autoencoder.encoder, num_clusters, pair_weight=config.sdec_lambda, name="sdec")
+        optimizer = keras.optimizers.SGD(0.01, momentum=0.9)
+    else:  # IDEC's optimiser
+        model = CIDEC(autoencoder.encoder, autoencoder.decoder, num_clusters, gamma=config.cidec_gamma,
+                      ml_penalty=config.cidec_ml_penalty, cl_penalty=config.cidec_cl_penalty, name="cidec")
+        optimizer = keras.optimizers.Adam(config.learning_rate)
+    model.compile(optimizer=optimizer)
+    model.initialize_centers(x_train, seed=seed)
+    start_acc = metrics.cluster_accuracy(y_test, predict_clusters(model, x_test, runtime.eval_batch_size))
+    logging.info("test ACC of k-means on the pretrained embedding: %.4f", start_acc)
+
+    def evaluate(epoch: int, log: dict) -> None:
+        if epoch % runtime.eval_every == 0:
+            clusters = predict_clusters(model, x_test, runtime.eval_batch_size)
+            log.update({f"test_{k}": v for k, v in metrics.clustering_scores(y_test, clusters).items()})
+        logging.info("epoch %d: %s", epoch, log)
+
+    history = pd.DataFrame(model.fit_clusters(x_train, constraints, config.epochs, batch_size=config.batch_size,
+                                              tol=config.dec_tol, seed=seed, callback=evaluate))
+    if run_dir is not None:
+        history.to_csv(run_dir / "history.csv", index=False)
+        model.save_weights(run_dir / "model.weights.h5")
+    return TrainedModel(model, history.to_dict("list"), start_acc)

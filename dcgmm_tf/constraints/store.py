@@ -1,0 +1,329 @@
+"""`ConstraintSet`: storage, validation and queries of a sparse constraint matrix `W`.
+
+Each pair is stored once, upper-triangular, so memory is linear in the number of
+pairs. Drawing from labels, CSV I/O and the transitive closure are array
+functions in the sibling modules `sampling`, `csv_io` and `closure`; the methods
+here build the set from what they return. Those modules never import this one.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+from scipy.sparse import csgraph
+
+from . import closure, csv_io, sampling
+from .arrays import as_index_array
+
+
+def _ragged_arange(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenation of `arange(s, s + c)` for every `(s, c)` pair."""
+    total = int(counts.sum())
+    offsets = np.repeat(np.cumsum(counts) - counts - starts, counts)
+    return np.arange(total, dtype=np.int64) - offsets
+
+
+class ConstraintSet:
+    """Symmetric sparse constraint matrix `W` over `num_samples` samples.
+
+    Each pair `(i, j)` is stored once with `i < j`, sorted by `(i, j)`.
+    `weight > 0` is a must-link, `weight < 0` a cannot-link and `|weight|` the
+    confidence. The arrays `i`, `j` (int64) and `weight` (float32) are
+    read-only.
+
+    Duplicate pairs given to the constructor (in either orientation) are
+    merged: if all duplicates have the same sign the one with the largest
+    `|weight|` is kept; a pair given as both must-link and cannot-link raises
+    a `ValueError`.
+    """
+
+    def __init__(self, i: Any, j: Any, weight: Any, num_samples: int):
+        if (
+            isinstance(num_samples, (bool, np.bool_))
+            or not isinstance(num_samples, (int, np.integer))
+            or num_samples < 1
+        ):
+            raise ValueError(
+                f"num_samples must be a positive integer, got {num_samples!r}."
+            )
+        num_samples = int(num_samples)
+        i = as_index_array(i, "i")
+        j = as_index_array(j, "j")
+        weight = np.asarray(weight)
+        if weight.ndim != 1:
+            raise ValueError(f"`weight` must be 1-D, got shape {weight.shape}.")
+        if weight.dtype.kind not in "iuf":
+            raise ValueError(
+                f"`weight` must be numeric, got dtype {weight.dtype}."
+            )
+        with np.errstate(over="ignore"):
+            weight = weight.astype(np.float32)
+        if not i.size == j.size == weight.size:
+            raise ValueError(
+                "`i`, `j` and `weight` must have the same length, got "
+                f"{i.size}, {j.size} and {weight.size}."
+            )
+        for name, index in (("i", i), ("j", j)):
+            bad = (index < 0) | (index >= num_samples)
+            if bad.any():
+                raise ValueError(
+                    f"`{name}` contains index {index[bad][0]} outside "
+                    f"[0, {num_samples}) (num_samples={num_samples})."
+                )
+        if (i == j).any():
+            k = int(np.flatnonzero(i == j)[0])
+            raise ValueError(
+                f"Pair ({i[k]}, {j[k]}) links a sample to itself; i != j is "
+                "required."
+            )
+        bad = ~np.isfinite(weight) | (weight == 0)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"Pair ({i[k]}, {j[k]}) has weight {weight[k]} (as float32); "
+                "weights must be finite and non-zero."
+            )
+
+        lo, hi = np.minimum(i, j), np.maximum(i, j)
+        key = lo * num_samples + hi
+        # Sort by pair, then by decreasing |weight|: the first entry of every
+        # group of duplicates is the one to keep.
+        order = np.lexsort((-np.abs(weight), key))
+        key, weight = key[order], weight[order]
+        first = np.ones(key.size, bool)
+        first[1:] = key[1:] != key[:-1]
+        if not first.all():
+            starts = np.flatnonzero(first)
+            positive = np.maximum.reduceat(weight > 0, starts)
+            negative = np.maximum.reduceat(weight < 0, starts)
+            conflict = positive & negative
+            if conflict.any():
+                k = int(key[starts[np.flatnonzero(conflict)[0]]])
+                raise ValueError(
+                    f"Pair ({k // num_samples}, {k % num_samples}) is given "
+                    "both as a must-link and as a cannot-link."
+                )
+        key, weight = key[first], weight[first]
+
+        self.num_samples = num_samples
+        self.i = key // num_samples
+        self.j = key % num_samples
+        self.weight = weight
+        for array in (self.i, self.j, self.weight):
+            array.setflags(write=False)
+        self._adjacency: sparse.csr_matrix | None = None
+        self._must_link_components: np.ndarray | None = None
+
+    @classmethod
+    def empty(cls, num_samples: int) -> ConstraintSet:
+        """Returns a set without constraints over `num_samples` samples."""
+        return cls(
+            np.zeros(0, np.int64), np.zeros(0, np.int64),
+            np.zeros(0, np.float32), num_samples,
+        )
+
+    @classmethod
+    def from_labels(
+        cls,
+        labels: Any,
+        num_constraints: int,
+        *,
+        alpha: float | None = None,
+        q: float = 0.0,
+        link_type: str = "both",
+        seed: int = 0,
+        transitive_closure: bool = False,
+    ) -> ConstraintSet:
+        """Simulates `num_constraints` distinct constraints from class labels.
+
+        As in the paper, pairs of distinct samples are drawn uniformly at
+        random without repeating a pair; a pair is a must-link if both samples
+        share a label and a cannot-link otherwise.
+
+        With `link_type="both"` every drawn pair is kept and, with probability
+        `q`, its link type is flipped. With `link_type="must"` (`"cannot"`)
+        all returned constraints are must-links (cannot-links); noise then
+        means each of them is, with probability `q`, drawn among the pairs
+        with different (equal) labels. In all cases `q` is the expected share
+        of wrong constraints.
+
+        Args:
+          labels: 1-D integer class labels, one per sample.
+          num_constraints: Number of distinct pairs to return.
+          alpha: Confidence `|W|` of every constraint; defaults to
+            `default_alpha(q)`.
+          q: Noise level in `[0, 0.5)`.
+          link_type: One of `LINK_TYPES`.
+          seed: Seed of the random generator.
+          transitive_closure: If True, returns the transitive closure of the
+            drawn constraints (which usually has more pairs than
+            `num_constraints`). Only allowed with `q == 0`.
+
+        Raises:
+          ValueError: On invalid arguments or if fewer eligible pairs exist
+            than requested.
+        """
+        codes = sampling.label_codes(labels)
+        i, j, weight = sampling.draw_pairs(
+            codes, num_constraints, alpha=alpha, q=q, link_type=link_type,
+            seed=seed, transitive_closure=transitive_closure,
+        )
+        drawn = cls(i, j, weight, codes.size)
+        return drawn.transitive_closure() if transitive_closure else drawn
+
+    @classmethod
+    def from_csv(cls, path: str | os.PathLike, num_samples: int) -> ConstraintSet:
+        """Reads constraints from a CSV file with header columns `i,j,weight`.
+
+        `i` and `j` index samples of the training split. Extra columns are
+        ignored; blank lines are skipped. A file with only the header is an
+        empty set.
+
+        Raises:
+          FileNotFoundError: If `path` does not exist.
+          ValueError: On an empty file, missing header columns or any invalid
+            row (the message gives the line number).
+        """
+        return cls(*csv_io.read_pairs(path, num_samples), num_samples)
+
+    def to_csv(self, path: str | os.PathLike) -> None:
+        """Writes the pairs to a CSV file readable by `from_csv`."""
+        csv_io.write_pairs(path, self.i, self.j, self.weight)
+
+    def __len__(self) -> int:
+        return int(self.weight.size)
+
+    def __repr__(self) -> str:
+        return (
+            f"ConstraintSet(num_samples={self.num_samples}, "
+            f"must_links={int(self.must_link_mask.sum())}, "
+            f"cannot_links={int(self.cannot_link_mask.sum())})"
+        )
+
+    @property
+    def must_link_mask(self) -> np.ndarray:
+        """Boolean mask of the stored pairs that are must-links."""
+        return self.weight > 0
+
+    @property
+    def cannot_link_mask(self) -> np.ndarray:
+        """Boolean mask of the stored pairs that are cannot-links."""
+        return self.weight < 0
+
+    @property
+    def adjacency(self) -> sparse.csr_matrix:
+        """Symmetric `num_samples x num_samples` CSR matrix `W` (cached)."""
+        if self._adjacency is None:
+            rows = np.concatenate([self.i, self.j])
+            cols = np.concatenate([self.j, self.i])
+            data = np.concatenate([self.weight, self.weight])
+            shape = (self.num_samples, self.num_samples)
+            self._adjacency = sparse.csr_matrix((data, (rows, cols)), shape=shape)
+            self._adjacency.sort_indices()
+        return self._adjacency
+
+    def must_link_components(self) -> np.ndarray:
+        """Connected component of every sample in the must-link graph (cached).
+
+        Returns a read-only int array of shape `[num_samples]` with the labels
+        of `scipy.sparse.csgraph.connected_components`: samples joined by a
+        chain of must-links share a label, a sample without must-links has a
+        label of its own. Computed once per set.
+        """
+        if self._must_link_components is None:
+            n = self.num_samples
+            must = self.must_link_mask
+            graph = sparse.coo_matrix(
+                (np.ones(int(must.sum()), np.int8), (self.i[must], self.j[must])),
+                shape=(n, n),
+            )
+            _, components = csgraph.connected_components(graph, directed=False)
+            components.setflags(write=False)
+            self._must_link_components = components
+        return self._must_link_components
+
+    def subset(self, mask: Any) -> ConstraintSet:
+        """Returns the pairs selected by a boolean mask or an index array."""
+        mask = np.asarray(mask)
+        if mask.dtype == bool and mask.shape != (len(self),):
+            raise ValueError(
+                f"Boolean mask must have shape ({len(self)},), got {mask.shape}."
+            )
+        return ConstraintSet(
+            self.i[mask], self.j[mask], self.weight[mask], self.num_samples
+        )
+
+    def transitive_closure(self) -> ConstraintSet:
+        """Returns all constraints entailed by this set.
+
+        Must-links are an equivalence relation: every pair inside a connected
+        component of the must-link graph becomes a must-link. A cannot-link
+        between two components entails a cannot-link between every member of
+        one and every member of the other. All pairs of the closure get weight
+        `+-max|w|` of this set. The closure grows quadratically with component
+        sizes, which is fine for the sparse random constraints it is meant
+        for. Idempotent.
+
+        Raises:
+          ValueError: If a cannot-link joins two samples of the same must-link
+            component.
+        """
+        if len(self) == 0:
+            return self
+        i, j, weight = closure.close(self.i, self.j, self.weight, self.must_link_components())
+        return ConstraintSet(i, j, weight, self.num_samples)
+
+    def submatrix(self, indices: Any) -> np.ndarray:
+        """Returns the dense float32 block `W[indices][:, indices]`.
+
+        `indices` may repeat; entries between a sample and itself are 0. Cost
+        is linear in the number of constraints touching the batch, not in
+        `num_samples`.
+        """
+        indices = as_index_array(indices, "indices")
+        bad = (indices < 0) | (indices >= self.num_samples)
+        if bad.any():
+            raise ValueError(
+                f"`indices` contains {indices[bad][0]} outside "
+                f"[0, {self.num_samples})."
+            )
+        adjacency = self.adjacency
+        batch = indices.size
+        row_starts = adjacency.indptr[indices].astype(np.int64)
+        row_counts = adjacency.indptr[indices + 1] - row_starts
+        entries = _ragged_arange(row_starts, row_counts)
+        rows = np.repeat(np.arange(batch), row_counts)
+        cols = adjacency.indices[entries]
+        values = adjacency.data[entries]
+        # Map every neighbour to all batch positions holding it.
+        position_order = np.argsort(indices, kind="stable")
+        sorted_indices = indices[position_order]
+        first = np.searchsorted(sorted_indices, cols, side="left")
+        counts = np.searchsorted(sorted_indices, cols, side="right") - first
+        out = np.zeros((batch, batch), np.float32)
+        out[
+            np.repeat(rows, counts),
+            position_order[_ragged_arange(first, counts)],
+        ] = np.repeat(values, counts)
+        return out
+
+    def satisfied(self, assignments: Any) -> np.ndarray:
+        """Boolean per stored pair: whether `assignments` respects it.
+
+        A must-link is satisfied if both samples share a cluster, a
+        cannot-link if they are in different clusters.
+
+        Args:
+          assignments: 1-D cluster assignments of all `num_samples` samples.
+        """
+        assignments = np.asarray(assignments)
+        if assignments.shape != (self.num_samples,):
+            raise ValueError(
+                f"assignments must have shape ({self.num_samples},), got "
+                f"{assignments.shape}."
+            )
+        same = assignments[self.i] == assignments[self.j]
+        return np.where(self.must_link_mask, same, ~same)

@@ -1,0 +1,88 @@
+"""The `Dataset` type every loader returns: flat features and integer labels, split into train and test."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from dcgmm_tf.losses import LIKELIHOODS
+
+
+@dataclasses.dataclass(frozen=True)
+class Dataset:
+    """A train/test split of flat features and integer labels.
+
+    Attributes:
+      x_train: float32 array of shape `(N, M)`.
+      y_train: int64 array of shape `(N,)`.
+      x_test: float32 array of shape `(N_test, M)`.
+      y_test: int64 array of shape `(N_test,)`.
+      name: Dataset name.
+      likelihood: `"bernoulli"` for data in `[0, 1]`, else `"gaussian"`.
+      image_shape: `(H, W, C)` of each sample when the features are a
+        flattened image (see `images`), else None.
+    """
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    name: str
+    likelihood: str
+    image_shape: tuple[int, ...] | None = None
+
+    def __post_init__(self):
+        for split in ("train", "test"):
+            x, y = getattr(self, f"x_{split}"), getattr(self, f"y_{split}")
+            if x.dtype != np.float32 or x.ndim != 2:
+                raise ValueError(
+                    f"x_{split} must be a 2-D float32 array, got {x.dtype} "
+                    f"with shape {x.shape}."
+                )
+            if y.dtype != np.int64 or y.shape != (x.shape[0],):
+                raise ValueError(
+                    f"y_{split} must be an int64 array of shape "
+                    f"({x.shape[0]},), got {y.dtype} with shape {y.shape}."
+                )
+        if self.x_train.shape[1] != self.x_test.shape[1]:
+            raise ValueError(
+                f"x_train has {self.x_train.shape[1]} features but x_test has "
+                f"{self.x_test.shape[1]}."
+            )
+        if self.likelihood not in LIKELIHOODS:
+            raise ValueError(
+                f"likelihood must be one of {LIKELIHOODS}, got "
+                f"{self.likelihood!r}."
+            )
+        if self.image_shape is not None and (
+            len(self.image_shape) != 3
+            or int(np.prod(self.image_shape)) != self.x_train.shape[1]
+        ):
+            raise ValueError(
+                f"image_shape must be (H, W, C) with H*W*C = "
+                f"{self.x_train.shape[1]} features, got {self.image_shape}."
+            )
+
+    def images(self, x: np.ndarray) -> np.ndarray:
+        """Rows of flat features `x` (e.g. `x_train`) as images `(N, H, W, C)`.
+
+        Raises:
+          ValueError: If the data set does not hold images.
+        """
+        if self.image_shape is None:
+            raise ValueError(
+                f"Dataset {self.name!r} holds feature vectors, not images; "
+                "convolutional networks need an image data set."
+            )
+        return np.reshape(x, (len(x), *self.image_shape))
+
+    @property
+    def num_classes(self) -> int:
+        """Number of distinct labels in the train and test splits."""
+        return int(np.union1d(self.y_train, self.y_test).size)
+
+    @property
+    def input_dim(self) -> int:
+        """Number of features per sample."""
+        return int(self.x_train.shape[1])

@@ -1,0 +1,34 @@
+"""What every trainer shares: the trained-model record, the cache folder and cluster predictions."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+
+from dcgmm_tf.config import RuntimeConfig
+from dcgmm_tf.data.paths import REPO_DATA_DIR
+
+
+@dataclasses.dataclass
+class TrainedModel:
+    """A trained model, its per-epoch history and the test accuracy of its initial clustering (NaN if none)."""
+
+    model: Any
+    history: dict[str, list]
+    start_acc: float
+
+
+def cache_dir(runtime: RuntimeConfig) -> Path:
+    """Where pretrained weights are cached: ``runtime.cache_dir``, or ``data/cache`` of the repository."""
+    return Path(runtime.cache_dir) if runtime.cache_dir else REPO_DATA_DIR / "cache"
+
+
+def predict_clusters(model: Any, x: np.ndarray, batch_size: int = 1024) -> np.ndarray:
+    """The cluster of each row of ``x``: a PCKMeans prediction, or the argmax of a Keras model's output."""
+    if isinstance(model, keras.Model):
+        return model.predict(x, batch_size=batch_size, verbose=0).argmax(-1)
+    return model.predict(x)

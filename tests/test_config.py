@@ -1,0 +1,106 @@
+"""The run and runtime configs: checks, identity keys, and the flags made from them."""
+
+import dataclasses
+import re
+
+import pytest
+from absl import flags
+
+from dcgmm_tf.config import RunConfig, RuntimeConfig
+from experiments.config_flags import config_from_flags, define_flags, replaced
+
+
+def test_key_ignores_the_seed_and_follows_every_other_field():
+    base = RunConfig()
+    assert base.key() == RunConfig(seed=7).key()
+    for field in dataclasses.fields(RunConfig):
+        if field.name == "seed":
+            continue
+        value = getattr(base, field.name)
+        other = {bool: lambda v: not v, int: lambda v: v + 2, float: lambda v: v + 0.125, str: lambda v: "x",
+                 tuple: lambda v: (*v, 8)}
+        changed = other[type(value)](value) if value is not None else {"alpha": 5.0}.get(field.name, "f.csv")
+        try:
+            config = dataclasses.replace(base, **{field.name: changed})
+        except ValueError:  # not a valid value for this field (e.g. a choice): covered below
+            continue
+        assert config.key() != base.key(), field.name
+
+
+def test_key_of_the_defaults_is_the_one_of_rows_written_before_the_configs():
+    # The runner's flags hashed the same way before RunConfig existed: old results rows keep matching.
+    assert RunConfig().key() == "d4205854d9e9"
+    assert RunConfig(method="pckmeans", epochs=5, vgg_filters=(64, 128)).key() == "c479a50ac70c"
+
+
+def test_numbers_are_normalised_so_equal_settings_give_one_key():
+    config = RunConfig(clipnorm=300, learning_rate=1, vgg_filters=[32, 64])
+    assert config.clipnorm == 300.0 and isinstance(config.clipnorm, float) and config.vgg_filters == (32, 64)
+    assert config.key() == RunConfig(clipnorm=300.0, learning_rate=1.0).key()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"epochs": 0}, "epochs must be at least 1"),
+    ({"q": 0.5}, "q must be in [0, 0.5)"),
+    ({"alpha": float("inf")}, "alpha must be a finite number > 0"),
+    ({"method": "kmeans"}, "method must be one of ['dcgmm', 'vade', 'pckmeans', 'sdec', 'cidec']"),
+    ({"num_clusters": 1}, "num_clusters must be 0 (the number of classes) or at least 2"),
+    ({"cluster_init": "gmm", "restart_every": 5}, "restart_every needs cluster_init merge or latent_class"),
+    ({"method": "sdec", "init_components": 30}, "init_components applies to method dcgmm or vade only"),
+    ({"init_labels_per_class": 3}, "init_labels_per_class needs cluster_init labels"),
+    ({"constraints_file": "c.csv", "max_train_samples": 10}, "cannot be combined with max_train_samples"),
+])
+def test_bad_run_configs_raise(kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        RunConfig(**kwargs)
+
+
+def test_restarts_apply_to_the_link_strategies_only():
+    assert RunConfig().restarts == 10 and RunConfig(cluster_init="merge", restart_every=3).restarts == 3
+    assert RunConfig(cluster_init="gmm").restarts == 0 and RunConfig(cluster_init="labels").restarts == 0
+
+
+def test_runtime_config_rules():
+    with pytest.raises(ValueError, match="jit_compile needs deterministic off"):
+        RuntimeConfig(jit_compile=True)
+    assert RuntimeConfig(jit_compile=True, deterministic=False).jit_compile
+    with pytest.raises(ValueError, match="verbose must be at most 2"):
+        RuntimeConfig(verbose=3)
+
+
+@pytest.fixture(name="flag_values")
+def fixture_flag_values():
+    values = flags.FlagValues()
+    define_flags(RunConfig, values)
+    define_flags(RuntimeConfig, values)
+    return values
+
+
+def test_flags_give_the_config_of_their_values(flag_values):
+    flag_values(["prog", "--epochs=30", "--vgg_filters=4,8", "--alpha=50", "--nodeterministic", "--threads=1",
+                 "--method=vade", "--cluster_init=gmm", "--restart_every=0"])
+    config = config_from_flags(RunConfig, flag_values)
+    assert config == RunConfig(epochs=30, vgg_filters=(4, 8), alpha=50.0, method="vade", cluster_init="gmm",
+                               restart_every=0)
+    assert config_from_flags(RuntimeConfig, flag_values) == RuntimeConfig(deterministic=False, threads=1)
+    assert flag_values["epochs"].help == dataclasses.fields(RunConfig)[
+        [f.name for f in dataclasses.fields(RunConfig)].index("epochs")].metadata["help"]
+
+
+def test_flags_reject_what_the_config_rejects(flag_values):
+    for args in (["--epochs=0"], ["--q=0.7"], ["--layout=diagonal"], ["--init_components=1"], ["--verbose=5"]):
+        with pytest.raises(flags.IllegalFlagValueError):
+            flag_values(["prog", *args])
+        flag_values.unparse_flags()
+
+
+def test_replaced_parses_text_by_the_flags(flag_values):
+    flag_values(["prog"])
+    config = replaced(RunConfig(), flag_values, epochs="30", vgg_filters="4,8", transitive_closure="true")
+    assert config.epochs == 30 and config.vgg_filters == (4, 8) and config.transitive_closure is True
+    with pytest.raises(ValueError, match=r"unknown setting\(s\) \['nosuch'\]"):
+        replaced(RunConfig(), flag_values, nosuch="1")
+    with pytest.raises(ValueError, match="epochs='many'"):
+        replaced(RunConfig(), flag_values, epochs="many")
+    with pytest.raises(ValueError, match="epochs='0': 0 is not a positive integer"):
+        replaced(RunConfig(), flag_values, epochs="0")

@@ -1,0 +1,138 @@
+"""The training recipe from Python and through the runner, in this process, on toy data."""
+
+import dataclasses
+import logging
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dcgmm_tf import ConstraintSet, training
+from dcgmm_tf.config import RunConfig, RuntimeConfig
+from dcgmm_tf.data import load_dataset
+from experiments import results, run, runs
+from tests.helpers import toy_data
+
+METRICS = ["acc", "nmi", "ari", "constraint_satisfaction", "pretrain_acc"]
+
+
+@pytest.fixture(name="toy")
+def fixture_toy(tmp_path):
+    """toy.npz (600 training, 100 test samples), a tiny config and a runtime config writing under tmp_path."""
+    x, y = toy_data(600)
+    x_test, y_test = toy_data(100, seed=1)
+    np.savez(tmp_path / "toy.npz", x_train=x, y_train=y, x_test=x_test, y_test=y_test)
+    config = RunConfig(dataset=str(tmp_path / "toy.npz"), epochs=2, pretrain_epochs=1, num_constraints=100,
+                       latent_dim=2, batch_size=32, restart_every=2)
+    runtime = RuntimeConfig(deterministic=False, verbose=0, eval_every=1, output_dir=str(tmp_path / "out"),
+                            cache_dir=str(tmp_path / "cache"))
+    return config, runtime
+
+
+def test_python_call_gives_the_row_of_the_runner(toy, tmp_path):
+    config, runtime = toy
+    summary = run.run(config, runtime)
+    row = pd.read_csv(tmp_path / "out" / "results.csv").iloc[0]
+    data = load_dataset(config.dataset)
+    python_row, trained = training.train_and_evaluate(config, data, dataclasses.replace(
+        runtime, output_dir=str(tmp_path / "python")))
+    assert python_row["config"] == row["config"] == config.key()
+    assert python_row["seed"] == row["seed"] == 0 and python_row["num_constraints"] == row["num_constraints"] == 100
+    assert [python_row[m] for m in METRICS] == pytest.approx(row[METRICS].tolist(), abs=1e-6)
+    assert summary.loc[0, "runs"] == 1 and summary.loc[0, "acc_mean"] == pytest.approx(row["acc"])
+    assert {"loss", "reconstruction", "cluster_kl", "constraint", "test_acc"} <= set(trained.history)
+    assert len(trained.history["loss"]) == 2
+
+
+def test_runner_main_builds_its_configs_from_the_flags(toy, tmp_path):
+    from absl import flags
+
+    config, runtime = toy
+    values = flags.FLAGS
+    values.unparse_flags()
+    try:
+        values(["run", f"--dataset={config.dataset}", "--epochs=2", "--pretrain_epochs=1", "--num_constraints=100",
+                "--latent_dim=2", "--batch_size=32", "--restart_every=2", "--nodeterministic", "--verbose=0",
+                "--eval_every=1", f"--output_dir={runtime.output_dir}", f"--cache_dir={runtime.cache_dir}"])
+        assert run.configs(values) == (config, runtime)
+    finally:
+        values.unparse_flags()
+
+
+def test_default_start_uses_the_links_and_leaves_vade_as_the_paper(toy, caplog):
+    config, runtime = toy
+    data = load_dataset(config.dataset)
+    caplog.set_level(logging.INFO)
+
+    def logged(**changes):
+        caplog.clear()
+        row, _ = training.train_and_evaluate(dataclasses.replace(config, **changes), data, runtime)
+        return row, caplog.text
+
+    _, log = logged()
+    assert "mixture initialised by latent_class" in log and "mixture restarted by latent_class after epoch 2" in log
+    _, log = logged(cluster_init="gmm", restart_every=0)
+    assert "mixture initialised" not in log and "restarted" not in log
+    vade, log = logged(method="vade")  # no constraints: the paper's GMM, never restarted
+    assert "mixture initialised" not in log and "restarted" not in log
+    vade_paper, _ = logged(method="vade", cluster_init="gmm", restart_every=0)
+    assert [vade[m] for m in ("pretrain_acc", "acc", "nmi", "ari")] == pytest.approx(
+        [vade_paper[m] for m in ("pretrain_acc", "acc", "nmi", "ari")], abs=1e-6)
+
+
+def test_pretrain_seed_shares_one_pretrained_model_across_runs(toy, tmp_path):
+    config, runtime = toy
+    run.run(dataclasses.replace(config, seed=5, pretrain_seed=3, cluster_init="gmm", restart_every=0, epochs=1),
+            runtime, runs=2)
+    caches = list((tmp_path / "cache").glob("*.weights.h5"))
+    assert len(caches) == 1 and "-seed3-" in caches[0].name
+    rows = pd.read_csv(tmp_path / "out" / "results.csv")
+    assert list(rows["seed"]) == [5, 6]
+    assert rows["pretrain_acc"].nunique() == 1  # both runs start from the same pretrained GMM
+
+
+def test_finished_runs_are_skipped(toy, tmp_path, monkeypatch):
+    config, runtime = toy
+    calls = []
+
+    def fake_train_and_evaluate(config, data, runtime):
+        calls.append(config.seed)
+        return {"dataset": data.name, "method": config.method, "seed": config.seed, "epochs": config.epochs,
+                "acc": 0.5, "config": config.key()}, None
+
+    monkeypatch.setattr(runs, "train_and_evaluate", fake_train_and_evaluate)
+    data = load_dataset(config.dataset)
+    results.append_row(tmp_path / "out" / "results.csv", fake_train_and_evaluate(config, data, runtime)[0])
+    calls.clear()
+    run.run(config, runtime, runs=2)
+    assert calls == [1]  # seed 0 was done already
+    run.run(config, runtime, runs=2)
+    assert calls == [1]
+    run.run(dataclasses.replace(config, batch_size=64), runtime, runs=2)  # another configuration: run again
+    assert calls == [1, 0, 1]
+    assert len(pd.read_csv(tmp_path / "out" / "results.csv")) == 4
+
+
+def test_train_from_python_without_a_run_folder(toy, tmp_path):
+    config, runtime = toy
+    data = load_dataset(config.dataset)
+    constraints = training.make_constraints(config, data.y_train)
+    trained = training.train(config, data, constraints, runtime=runtime)
+    clusters = trained.model.predict(data.x_test, verbose=0).argmax(-1)
+    assert clusters.shape == (100,) and 0 <= trained.start_acc <= 1
+    assert not (tmp_path / "out").exists()  # no run folder: nothing but the pretraining cache is written
+    assert len(list((tmp_path / "cache").glob("*.weights.h5"))) == 1
+    with pytest.raises(ValueError, match="the constraints index 10 samples but x_train holds 600"):
+        training.train(config, data, ConstraintSet.empty(10), runtime=runtime)
+
+
+def test_baselines_train_behind_the_same_interface(toy, tmp_path):
+    config, runtime = toy
+    data = load_dataset(config.dataset)
+    pck = dataclasses.replace(config, method="pckmeans", epochs=5, restart_every=10)
+    trained = training.train(pck, data, training.make_constraints(pck, data.y_train), run_dir=tmp_path / "pck",
+                             runtime=runtime)
+    assert np.isnan(trained.start_acc) and "changed" in trained.history
+    assert len(pd.read_csv(tmp_path / "pck" / "history.csv")) == len(trained.history["changed"])
+    assert set(training.predict_clusters(trained.model, data.x_test)) <= {0, 1}
+    assert set(training.TRAINERS) == {"dcgmm", "vade", "pckmeans", "sdec", "cidec"}
