@@ -12,16 +12,17 @@ ResNet-50 expects, and average-pooled to 2,048 features. --weights=imagenet need
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
 from absl import app, flags, logging
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dcgmm_tf.data import paths, stl10  # noqa: E402  pylint: disable=wrong-import-position
+from dcgmm_tf.storage import write_atomically  # noqa: E402  pylint: disable=wrong-import-position
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("stl_dir", None, "Folder holding the STL-10 binaries (default: searched, else downloaded).")
@@ -53,11 +54,12 @@ def main(argv):
     features = stl10.extract_features(images, weights, FLAGS.image_size, FLAGS.batch_size)
     logging.info("features %s in %.1f s", features.shape, time.perf_counter() - start)
     output = Path(FLAGS.output) if FLAGS.output else data_root / stl10.FEATURES_FILE
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(f".tmp-{os.getpid()}-{output.name}")
-    with open(tmp, "wb") as f:
-        np.savez(f, features=features, labels=labels)
-    os.replace(tmp, output)
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as f:  # a file object: np.savez would append ".npz" to a name
+            np.savez(f, features=features, labels=labels)
+
+    write_atomically(output, write)
     print(f"wrote {output}: features {features.shape}, labels {labels.shape}")
 
 

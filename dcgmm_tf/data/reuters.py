@@ -17,6 +17,7 @@ from scipy import sparse
 from dcgmm_tf.data import paths
 from dcgmm_tf.data.dataset import Dataset
 from dcgmm_tf.data.splits import random_split
+from dcgmm_tf.storage import write_atomically
 
 CATEGORIES = ("CCAT", "GCAT", "MCAT", "ECAT")  # corporate, government/social, markets, economics
 SUBFOLDER = "reuters"  # of each searched folder (see `paths.search_dirs`)
@@ -85,8 +86,12 @@ def _fetch_and_save(target: Path, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
     rcv1 = fetch_rcv1(data_home=str(target.parent / "scikit_learn_data"))
     x, y = build_from_rcv1(rcv1.data, rcv1.target, rcv1.target_names, seed=seed)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    np.save(target, {"data": x, "label": y}, allow_pickle=True)
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as f:  # a file object: np.save would append ".npy" to a name
+            np.save(f, {"data": x, "label": y}, allow_pickle=True)
+
+    write_atomically(target, write)
     return x, y
 
 

@@ -1,0 +1,31 @@
+"""Compare the results rows of two `scripts/reference_rows.sh` folders, all columns but the wall time.
+
+    python scripts/compare_rows.py BEFORE AFTER
+
+Prints one line per results.csv and the differing cells; exits with status 1 if any row differs.
+"""
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+
+def main(before: Path, after: Path) -> int:
+    differ = 0
+    for path in sorted(before.glob("*/results.csv")):
+        old, new = pd.read_csv(path), pd.read_csv(after / path.relative_to(before))
+        columns = [c for c in old.columns if c != "train_seconds"]
+        missing = [c for c in columns if c not in new]
+        same = not missing and len(old) == len(new) and old[columns].equals(new[columns])
+        extra = sorted(set(new.columns) - set(old.columns))
+        print(f"{path.parent.name:8s} {len(old)} row(s): {'identical' if same else 'DIFFERENT'}"
+              f"{f', new columns {extra}' if extra else ''}{f', missing columns {missing}' if missing else ''}")
+        if not same and not missing and len(old) == len(new):
+            print(old[columns].compare(new[columns]).to_string())
+        differ += not same
+    return int(differ > 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1]), Path(sys.argv[2])))
