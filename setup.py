@@ -11,7 +11,7 @@ setup(
     description="Deep Conditional Gaussian Mixture Model (DC-GMM) for constrained clustering in TensorFlow/Keras 3",
     long_description=Path(__file__).with_name("README.md").read_text(),
     long_description_content_type="text/markdown",
-    packages=find_packages(include=["dcgmm_tf", "dcgmm_tf.*", "experiments", "experiments.*"]),
+    packages=find_packages(include=["dcgmm_tf", "dcgmm_tf.*"]),  # experiments/ runs from the repository
     python_requires=">=3.10",
     install_requires=requirements,
     extras_require={"test": ["pytest>=8", "hypothesis>=6.100"]},

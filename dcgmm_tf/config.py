@@ -188,6 +188,7 @@ class RuntimeConfig:
     output_dir: str = setting("results", "Where results.csv, summary.csv and per-run logs go.")
     data_dir: str | None = setting(None, "Directory searched first for data files.", kind=str)
     cache_dir: str | None = setting(None, "Pretrained-weights cache (default: <repo>/data/cache).", kind=str)
+    cache: bool = setting(True, "Reuse and keep pretrained weights in cache_dir (off: pretrain every time).")
 
     def __post_init__(self):
         _check_fields(self)

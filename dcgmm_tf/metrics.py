@@ -27,6 +27,18 @@ def _check_labels(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.ndarray]:
     return y_true, y_pred
 
 
+def _matched_counts(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The contingency counts [cluster, class], the classes, the clusters, and the matched (cluster, class) index
+    pairs of the one-to-one matching with the most samples (Hungarian algorithm)."""
+    y_true, y_pred = _check_labels(y_true, y_pred)
+    classes, true_codes = np.unique(y_true, return_inverse=True)
+    clusters, pred_codes = np.unique(y_pred, return_inverse=True)
+    counts = np.zeros((clusters.size, classes.size), np.int64)
+    np.add.at(counts, (pred_codes.reshape(-1), true_codes.reshape(-1)), 1)
+    rows, cols = optimize.linear_sum_assignment(counts, maximize=True)
+    return counts, classes, clusters, np.stack([rows, cols], axis=1)
+
+
 def cluster_accuracy(y_true: Any, y_pred: Any) -> float:
     """Accuracy under the best one-to-one matching of clusters to classes.
 
@@ -34,13 +46,19 @@ def cluster_accuracy(y_true: Any, y_pred: Any) -> float:
     (Hungarian algorithm). With more clusters than classes the unmatched
     clusters count as errors; with fewer, the unmatched classes do.
     """
-    y_true, y_pred = _check_labels(y_true, y_pred)
-    classes, true_codes = np.unique(y_true, return_inverse=True)
-    clusters, pred_codes = np.unique(y_pred, return_inverse=True)
-    counts = np.zeros((clusters.size, classes.size), np.int64)
-    np.add.at(counts, (pred_codes.reshape(-1), true_codes.reshape(-1)), 1)
-    rows, cols = optimize.linear_sum_assignment(counts, maximize=True)
-    return float(counts[rows, cols].sum() / y_true.size)
+    counts, _, _, matched = _matched_counts(y_true, y_pred)
+    return float(counts[matched[:, 0], matched[:, 1]].sum() / counts.sum())
+
+
+def matched_confusion(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The confusion matrix [class, cluster] with the clusters ordered by the class matched to them (the matching
+    of :func:`cluster_accuracy`: with as many clusters as classes its diagonal sums to ACC x N), unmatched
+    clusters last; returns the matrix, the classes (rows) and the clusters (columns)."""
+    counts, classes, clusters, matched = _matched_counts(y_true, y_pred)
+    by_class = dict(zip(matched[:, 1], matched[:, 0]))
+    order = [by_class[c] for c in range(classes.size) if c in by_class]
+    order += [k for k in range(clusters.size) if k not in set(order)]
+    return counts[order].T, classes, clusters[order]
 
 
 def nmi(y_true: Any, y_pred: Any) -> float:

@@ -1,4 +1,4 @@
-"""What every trainer shares: the trained-model record, the cache folder and cluster predictions."""
+"""What every trainer shares: the trained-model record, the cache files and cluster predictions."""
 
 from __future__ import annotations
 
@@ -22,9 +22,17 @@ class TrainedModel:
     start_acc: float
 
 
-def cache_dir(runtime: RuntimeConfig) -> Path:
-    """Where pretrained weights are cached: ``runtime.cache_dir``, or ``data/cache`` of the repository."""
-    return Path(runtime.cache_dir) if runtime.cache_dir else REPO_DATA_DIR / "cache"
+def cache_path(runtime: RuntimeConfig, name: str) -> Path | None:
+    """The cache file ``name`` in ``runtime.cache_dir`` (default ``data/cache`` of the repository); None when
+    ``runtime.cache`` is off."""
+    if not runtime.cache:
+        return None
+    return (Path(runtime.cache_dir) if runtime.cache_dir else REPO_DATA_DIR / "cache") / name
+
+
+def cache_note(cached: bool, path: Path | None) -> str:
+    """Where pretrained weights came from, for the log."""
+    return f"loaded from {path}" if cached else f"saved to {path}" if path else "not cached"
 
 
 def predict_clusters(model: Any, x: np.ndarray, batch_size: int = 1024) -> np.ndarray:

@@ -41,7 +41,7 @@ from dcgmm_tf.optimizers import FusedAdam
 from dcgmm_tf.pretraining import cluster_prior_from_labels, pretrain
 from dcgmm_tf.runtime import distribution_strategy
 from dcgmm_tf.storage import array_hash, settings_hash, write_atomically
-from dcgmm_tf.trainer_base import TrainedModel, cache_dir, predict_clusters
+from dcgmm_tf.trainer_base import TrainedModel, cache_note, cache_path, predict_clusters
 
 
 class Inputs(NamedTuple):
@@ -117,10 +117,10 @@ def _pretrained(config: RunConfig, data: Dataset, x_train: np.ndarray, y_train: 
     settings = {k: model_config[k] for k in ("encoder", "decoder", "num_clusters", "min_variance", "seed")}
     settings.update(pretrain_epochs=config.pretrain_epochs, pretrain_batch_size=config.pretrain_batch_size,
                     data=array_hash(x_train))
-    cache = cache_dir(runtime) / f"pretrain-{data.name}-seed{pretrain_seed}-{settings_hash(settings)}.weights.h5"
+    cache = cache_path(runtime, f"pretrain-{data.name}-seed{pretrain_seed}-{settings_hash(settings)}.weights.h5")
     cached = pretrain(model, x_train, epochs=config.pretrain_epochs, batch_size=config.pretrain_batch_size,
                       seed=pretrain_seed, cache_path=cache, verbose=runtime.verbose)
-    logging.info("pretrained weights %s %s", "loaded from" if cached else "saved to", cache)
+    logging.info("pretrained weights %s", cache_note(cached, cache))
     if config.cluster_init in LINK_STRATEGIES and len(constraints) > 0:  # without links: pretrain's GMM
         init_clusters(model, x_train, constraints, config.cluster_init, config.init_components or None, seed)
         logging.info("mixture initialised by %s", config.cluster_init)
@@ -141,8 +141,10 @@ def train_dcgmm(config: RunConfig, data: Dataset, constraints: ConstraintSet, nu
     """DC-GMM (VaDE without constraints): pretraining, the initial mixture, then ``config.epochs`` of C-ELBO."""
     x_train, y_train, x_test, y_test = model_inputs(data, config)
     model = _pretrained(config, data, x_train, y_train, constraints, num_clusters, runtime)
-    start_acc = metrics.cluster_accuracy(y_test, predict_clusters(model, x_test, runtime.eval_batch_size))
-    logging.info("test ACC of the initial mixture: %.4f", start_acc)
+    start_acc = float("nan")  # without a test split (e.g. the estimator), nothing is scored
+    if len(x_test):
+        start_acc = metrics.cluster_accuracy(y_test, predict_clusters(model, x_test, runtime.eval_batch_size))
+        logging.info("test ACC of the initial mixture: %.4f", start_acc)
     strategy = distribution_strategy(runtime.strategy)
     if runtime.strategy != "default":  # pretrained on one device, trained on the strategy's replicas
         with strategy.scope():
@@ -172,8 +174,9 @@ def train_dcgmm(config: RunConfig, data: Dataset, constraints: ConstraintSet, nu
         callbacks.append(ClusterRestart(x_train, constraints, config.restarts, config.cluster_init,
                                         config.init_components or None, config.seed))
     guard = NonFiniteLossGuard(run_dir / "last_good.weights.h5" if run_dir else None)
-    callbacks += [guard, ClusteringMetrics(x_test, y_test, every=runtime.eval_every,
-                                           batch_size=runtime.eval_batch_size)]
+    callbacks.append(guard)
+    if len(x_test):
+        callbacks.append(ClusteringMetrics(x_test, y_test, every=runtime.eval_every, batch_size=runtime.eval_batch_size))
     initial_epoch = 0
     if run_dir is not None:
         # A killed run restarted with the same configuration resumes after its last finished epoch.
@@ -206,10 +209,14 @@ def train(config: RunConfig, data: Dataset, constraints: ConstraintSet, *, num_c
 
     ``num_clusters`` defaults to ``config.num_clusters`` or the number of classes; with a ``run_dir`` the run
     writes its history, logs, backups and model there (and resumes from a backup of the same configuration).
+    The test split is scored during training (``eval_every``) unless it is empty; the labels of the training
+    split are used only by ``cluster_init="labels"``.
     """
     num_clusters = num_clusters or config.num_clusters or data.num_classes
-    for name, x, y in (("x_train", data.x_train, data.y_train), ("x_test", data.x_test, data.y_test)):
-        validation.check_data(x, y, num_clusters=num_clusters, likelihood=data.likelihood, name=name)
+    validation.check_data(data.x_train, data.y_train, num_clusters=num_clusters, likelihood=data.likelihood,
+                          name="x_train")
+    if len(data.x_test):
+        validation.check_data(data.x_test, data.y_test, likelihood=data.likelihood, name="x_test")
     if constraints.num_samples != len(data.x_train):
         raise ValueError(f"the constraints index {constraints.num_samples} samples but x_train holds "
                          f"{len(data.x_train)}")
@@ -219,25 +226,24 @@ def train(config: RunConfig, data: Dataset, constraints: ConstraintSet, *, num_c
     return TRAINERS[config.method](config, data, constraints, num_clusters, run_dir, runtime)
 
 
-def evaluate(trained: TrainedModel, data: Dataset, config: RunConfig, constraints: ConstraintSet,
-             batch_size: int = 1024) -> dict[str, float]:
-    """Test ACC/NMI/ARI and the share of satisfied training constraints (NaN without constraints)."""
-    x_train, _, x_test, y_test = model_inputs(data, config)
-    scores = metrics.clustering_scores(y_test, predict_clusters(trained.model, x_test, batch_size))
-    satisfaction = (metrics.constraint_satisfaction(constraints, predict_clusters(trained.model, x_train, batch_size))
-                    if len(constraints) else float("nan"))
-    return {**scores, "constraint_satisfaction": satisfaction}
-
-
 def run_dir_of(config: RunConfig, data_name: str, runtime: RuntimeConfig) -> Path:
     """Where a run keeps its history, logs, backups and model: ``<output_dir>/runs/<method>-<data>-seed<s>``."""
     return Path(runtime.output_dir) / "runs" / f"{config.method}-{data_name}-seed{config.seed}"
 
 
-def train_and_evaluate(config: RunConfig, data: Dataset,
-                       runtime: RuntimeConfig = RuntimeConfig()) -> tuple[dict[str, Any], TrainedModel]:
-    """One run of ``config`` on ``data``: subsets, constraints, training, test scores; returns the results row
-    (metrics, settings, ``train_seconds``, ``config`` = ``config.key()``) and the trained model."""
+class RunResult(NamedTuple):
+    """What a run gives: its results row (metrics, settings, ``train_seconds``, ``config`` = ``config.key()``),
+    the trained model, and the test labels and predicted clusters the row's scores come from."""
+
+    row: dict[str, Any]
+    trained: TrainedModel
+    y_test: np.ndarray
+    test_clusters: np.ndarray
+
+
+def train_and_evaluate(config: RunConfig, data: Dataset, runtime: RuntimeConfig = RuntimeConfig()) -> RunResult:
+    """One run of ``config`` on ``data``: subsets, constraints, training, and the scores on the test split and
+    the training constraints (NaN without constraints)."""
     keras.utils.set_random_seed(config.seed)
     num_clusters = config.num_clusters or data.num_classes
     data = subsets(data, config)
@@ -248,11 +254,17 @@ def train_and_evaluate(config: RunConfig, data: Dataset,
     trained = train(config, data, constraints, num_clusters=num_clusters,
                     run_dir=run_dir_of(config, data.name, runtime), runtime=runtime)
     train_seconds = time.perf_counter() - start
-    scores = evaluate(trained, data, config, constraints, runtime.eval_batch_size)
+    x_train, _, x_test, y_test = model_inputs(data, config)
+    test_clusters = predict_clusters(trained.model, x_test, runtime.eval_batch_size)
+    scores = metrics.clustering_scores(y_test, test_clusters)
+    satisfaction = float("nan")
+    if len(constraints):
+        train_clusters = predict_clusters(trained.model, x_train, runtime.eval_batch_size)
+        satisfaction = metrics.constraint_satisfaction(constraints, train_clusters)
     row = {"dataset": data.name, "method": config.method, "seed": config.seed, "num_constraints": len(constraints),
            "q": config.q, "alpha": float(np.abs(constraints.weight).max()) if len(constraints) else 0.0,
            "epochs": config.epochs, "acc": scores["acc"], "nmi": scores["nmi"], "ari": scores["ari"],
-           "constraint_satisfaction": scores["constraint_satisfaction"], "pretrain_acc": trained.start_acc,
+           "constraint_satisfaction": satisfaction, "pretrain_acc": trained.start_acc,
            "train_seconds": round(train_seconds, 1), "n_train": len(data.x_train), "n_test": len(data.x_test),
            "config": config.key()}
-    return row, trained
+    return RunResult(row, trained, y_test, test_clusters)

@@ -10,8 +10,6 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dcgmm_tf.storage import write_atomically
-
 if TYPE_CHECKING:  # pandas is imported where needed: writers stay light
     import pandas as pd
 
@@ -67,6 +65,8 @@ def has_row(path: str | os.PathLike, match: dict) -> bool:
 
 def write_csv_atomically(frame: pd.DataFrame, path: str | os.PathLike) -> None:
     """Writes ``frame`` to ``path`` through a temporary file and a rename: readers never see a partial file."""
+    from dcgmm_tf.storage import write_atomically  # here: appending rows stays free of TensorFlow
+
     write_atomically(path, lambda tmp: frame.to_csv(tmp, index=False))
 
 

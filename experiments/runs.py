@@ -8,7 +8,7 @@ from typing import Any
 
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.data import Dataset
-from dcgmm_tf.training import train_and_evaluate
+from dcgmm_tf.training import RunResult, run_dir_of, train_and_evaluate
 from experiments import results
 
 
@@ -25,8 +25,29 @@ def run_once(config: RunConfig, data: Dataset, runtime: RuntimeConfig, csv_path:
     if results.has_row(csv_path, done):
         logging.info("skipped: %s is already in %s", done, csv_path)
         return None
-    row, _ = train_and_evaluate(config, data, runtime)
-    row.update(extra or {})
+    result = train_and_evaluate(config, data, runtime)
+    row = {**result.row, **(extra or {})}
     results.append_row(csv_path, row)
     logging.info("%s", row)
+    plot_run(result, data, run_dir_of(config, data.name, runtime))
     return row
+
+
+def plot_run(result: RunResult, data: Dataset, run_dir: Path) -> None:
+    """``history.png`` (each loss term and the test ACC/NMI/ARI by epoch) and ``confusion.png`` (the test
+    confusion matrix after the Hungarian matching, with the data set's class names) in ``run_dir``."""
+    import pandas as pd
+
+    from dcgmm_tf.metrics import matched_confusion
+    from experiments import plots
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    row = result.row
+    title = (f"{row['method']} on {row['dataset']}, seed {row['seed']}, {row['num_constraints']} constraints: "
+             f"test ACC {row['acc']:.3f}, NMI {row['nmi']:.3f}, ARI {row['ari']:.3f}")
+    history_csv = run_dir / "history.csv"  # the whole run, also when it was resumed
+    history = pd.read_csv(history_csv) if history_csv.is_file() else pd.DataFrame(result.trained.history)
+    plots.plot_history(history, run_dir / "history.png", title)
+    matrix, classes, clusters = matched_confusion(result.y_test, result.test_clusters)
+    plots.plot_confusion(matrix, [data.class_name(int(c)) for c in classes], clusters, run_dir / "confusion.png",
+                         title)

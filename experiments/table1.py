@@ -24,7 +24,7 @@ from absl import app, flags, logging
 
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.validation import exit_on_user_error
-from experiments import config_flags, run
+from experiments import config_flags, plots, run
 
 FLAGS = flags.FLAGS
 
@@ -129,6 +129,8 @@ def table1(method_configs: dict[str, RunConfig], runtime: RuntimeConfig, dataset
                        pd.read_csv(paper_table, dtype=str, keep_default_na=False).replace("", pd.NA))
     table.to_csv(Path(runtime.output_dir) / "table1.csv", index=False)
     (Path(runtime.output_dir) / "table1.md").write_text(to_markdown(table))
+    plots.plot_table(table, Path(runtime.output_dir) / "table1.png",
+                     f"Table 1: measured (mean ± std over runs) and the paper's values; {path}", PAPER_COLUMNS)
     return table
 
 

@@ -43,6 +43,8 @@ def test_cli_writes_results_summary_history_and_model(tmp_path):
     history = pd.read_csv(run_dir / "history.csv")
     assert len(history) == 2 and {"loss", "reconstruction", "cluster_kl", "constraint", "test_acc"} <= set(history)
     assert (run_dir / "model.keras").exists() and (run_dir / "tensorboard").is_dir()
+    for picture in ("history.png", "confusion.png"):  # a picture of every run
+        assert (run_dir / picture).stat().st_size > 10_000
     assert len(list((tmp_path / "cache").glob("*.weights.h5"))) == 2
 
 

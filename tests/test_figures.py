@@ -10,6 +10,8 @@ from PIL import Image
 
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.data import Dataset
+from dcgmm_tf.trainer_base import TrainedModel
+from dcgmm_tf.training import RunResult
 from experiments import fig_common, fig_constraints, fig_embeddings, fig_noise, fig_samples, runs, table1
 
 
@@ -43,6 +45,7 @@ def test_constraints_figure_sweeps_fractions_of_n(tiny, caplog):
     rows = pd.read_csv(tiny / "constraints" / "results.csv")
     assert rows["num_constraints"].tolist() == [5, 24]  # N = 48 training images (80% of 60)
     assert (rows["method"] == "dcgmm").all() and rows[["acc", "nmi", "ari"]].notna().all().all()
+    assert (tiny / "constraints_work" / "runs" / "dcgmm-shapes-seed0" / "confusion.png").exists()
     assert rows["schedule"].str.contains("1 pretraining \\+ 1 training epochs").all()
     assert (tiny / "constraints" / "constraints.png").stat().st_size > 10_000
 
@@ -87,6 +90,7 @@ def test_table1_runs_each_method_with_its_overrides_and_joins_the_paper(tiny):
                                                                    ["pckmeans", 1, 3], ["dcgmm", 1, 2]]
     assert table["runs"].tolist() == [2] * 6 and table["measured"].str.contains("±").all()
     assert "| shapes | ACC |" in (tiny / "table1" / "table1.md").read_text()
+    assert (tiny / "table1" / "table1.png").stat().st_size > 10_000
     again = table1.table1(method_configs, runtime, [str(tiny / "shapes")], 2, table_only=True)
     pd.testing.assert_frame_equal(again, table)
     assert len(pd.read_csv(tiny / "table1" / "results.csv")) == 4  # nothing ran again
@@ -121,17 +125,19 @@ def test_sweep_appends_rows_and_skips_configs_already_done(tmp_path, monkeypatch
 
     def fake_train_and_evaluate(config, data, runtime):
         calls.append((config.method, config.num_constraints, config.seed))
-        return {"dataset": data.name, "method": config.method, "seed": config.seed,
-                "num_constraints": config.num_constraints, "q": config.q, "epochs": config.epochs, "ari": 0.5,
-                "config": config.key()}, None
+        row = {"dataset": data.name, "method": config.method, "seed": config.seed, "acc": 0.5, "nmi": 0.5,
+               "num_constraints": config.num_constraints, "q": config.q, "epochs": config.epochs, "ari": 0.5,
+               "config": config.key()}
+        return RunResult(row, TrainedModel(None, {}, np.nan), np.array([0, 1]), np.array([0, 1]))
 
     monkeypatch.setattr(runs, "train_and_evaluate", fake_train_and_evaluate)
     data = Dataset(np.zeros((4, 2), np.float32), np.arange(4), np.zeros((2, 2), np.float32), np.arange(2), "d",
                    "bernoulli")
     configs = [RunConfig(seed=3, epochs=7, num_constraints=n) for n in (10, 20)]
-    rows = fig_common.sweep(configs, data, RuntimeConfig(), tmp_path / "results.csv", 2)
+    runtime = RuntimeConfig(output_dir=str(tmp_path / "work"))
+    rows = fig_common.sweep(configs, data, runtime, tmp_path / "results.csv", 2)
     assert calls == [("dcgmm", 10, 3), ("dcgmm", 10, 4), ("dcgmm", 20, 3), ("dcgmm", 20, 4)]
-    fig_common.sweep(configs + [RunConfig(seed=3, epochs=7, num_constraints=30)], data, RuntimeConfig(),
+    fig_common.sweep(configs + [RunConfig(seed=3, epochs=7, num_constraints=30)], data, runtime,
                      tmp_path / "results.csv", 2)
     assert calls[4:] == [("dcgmm", 30, 3), ("dcgmm", 30, 4)]
     assert len(rows) == 4 and len(pd.read_csv(tmp_path / "results.csv")) == 6

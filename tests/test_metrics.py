@@ -9,6 +9,7 @@ from dcgmm_tf.metrics import (
     cluster_accuracy,
     clustering_scores,
     constraint_satisfaction,
+    matched_confusion,
     nmi,
 )
 
@@ -71,3 +72,12 @@ def test_constraint_satisfaction():
         constraint_satisfaction(ConstraintSet.empty(4), [0, 0, 1, 1])
     with pytest.raises(ValueError, match="shape"):
         constraint_satisfaction(c, [0, 0, 1])
+
+
+def test_matched_confusion_orders_clusters_by_their_matched_class():
+    y_true = np.array([0, 0, 0, 1, 1, 2, 2, 2])
+    y_pred = np.array([7, 7, 5, 5, 5, 3, 3, 9])  # 7 -> class 0, 5 -> class 1, 3 -> class 2, 9 unmatched
+    matrix, classes, clusters = matched_confusion(y_true, y_pred)
+    assert classes.tolist() == [0, 1, 2] and clusters.tolist() == [7, 5, 3, 9]
+    np.testing.assert_array_equal(matrix, [[2, 1, 0, 0], [0, 2, 0, 0], [0, 0, 2, 1]])
+    assert np.trace(matrix) / len(y_true) == cluster_accuracy(y_true, y_pred)

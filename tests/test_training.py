@@ -34,8 +34,9 @@ def test_python_call_gives_the_row_of_the_runner(toy, tmp_path):
     summary = run.run(config, runtime)
     row = pd.read_csv(tmp_path / "out" / "results.csv").iloc[0]
     data = load_dataset(config.dataset)
-    python_row, trained = training.train_and_evaluate(config, data, dataclasses.replace(
+    python_row, trained, y_test, clusters = training.train_and_evaluate(config, data, dataclasses.replace(
         runtime, output_dir=str(tmp_path / "python")))
+    assert python_row["acc"] == training.metrics.cluster_accuracy(y_test, clusters)
     assert python_row["config"] == row["config"] == config.key()
     assert python_row["seed"] == row["seed"] == 0 and python_row["num_constraints"] == row["num_constraints"] == 100
     assert [python_row[m] for m in METRICS] == pytest.approx(row[METRICS].tolist(), abs=1e-6)
@@ -66,7 +67,7 @@ def test_default_start_uses_the_links_and_leaves_vade_as_the_paper(toy, caplog):
 
     def logged(**changes):
         caplog.clear()
-        row, _ = training.train_and_evaluate(dataclasses.replace(config, **changes), data, runtime)
+        row = training.train_and_evaluate(dataclasses.replace(config, **changes), data, runtime).row
         return row, caplog.text
 
     _, log = logged()
@@ -97,12 +98,13 @@ def test_finished_runs_are_skipped(toy, tmp_path, monkeypatch):
 
     def fake_train_and_evaluate(config, data, runtime):
         calls.append(config.seed)
-        return {"dataset": data.name, "method": config.method, "seed": config.seed, "epochs": config.epochs,
-                "acc": 0.5, "config": config.key()}, None
+        row = {"dataset": data.name, "method": config.method, "seed": config.seed, "epochs": config.epochs,
+               "num_constraints": 10, "acc": 0.5, "nmi": 0.5, "ari": 0.5, "config": config.key()}
+        return training.RunResult(row, training.TrainedModel(None, {}, np.nan), np.array([0, 1]), np.array([1, 0]))
 
     monkeypatch.setattr(runs, "train_and_evaluate", fake_train_and_evaluate)
     data = load_dataset(config.dataset)
-    results.append_row(tmp_path / "out" / "results.csv", fake_train_and_evaluate(config, data, runtime)[0])
+    results.append_row(tmp_path / "out" / "results.csv", fake_train_and_evaluate(config, data, runtime).row)
     calls.clear()
     run.run(config, runtime, runs=2)
     assert calls == [1]  # seed 0 was done already

@@ -11,10 +11,12 @@ algorithm, while the work per iteration is a handful of matrix products.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy import sparse
 
-from dcgmm_tf.constraints import ConstraintSet
+from dcgmm_tf.constraints import ConstraintSet, as_constraint_set
 
 
 def squared_distances(x: np.ndarray, centroids: np.ndarray, x_norm: np.ndarray | None = None) -> np.ndarray:
@@ -120,11 +122,12 @@ class PCKMeans:
             cost[far] = -np.inf
         return new
 
-    def fit(self, x: np.ndarray, constraints: ConstraintSet) -> PCKMeans:
-        """Cluster the rows of ``x`` (``[N, D]``) under ``constraints`` over the same N samples."""
+    def fit(self, x: np.ndarray, constraints: ConstraintSet | None = None, *, ml: Any = None,
+            cl: Any = None) -> PCKMeans:
+        """Cluster the rows of ``x`` (``[N, D]``) under ``constraints`` over the same N samples, or under must-links
+        ``ml`` and cannot-links ``cl`` given as index pairs (as scikit-learn-style clusterers take them)."""
         x = np.asarray(x, np.float32).reshape(len(x), -1)
-        if constraints.num_samples != len(x):
-            raise ValueError(f"constraints are over {constraints.num_samples} samples, x has {len(x)}")
+        constraints = as_constraint_set(len(x), ml, cl, constraints)
         if len(x) < self.num_clusters:
             raise ValueError(f"need at least {self.num_clusters} samples, got {len(x)}")
         rng = np.random.default_rng(self.seed)
@@ -161,6 +164,11 @@ class PCKMeans:
                 break
         self.centroids_, self.labels_, self.n_iter_ = centroids, labels, iteration
         return self
+
+    def fit_predict(self, x: np.ndarray, constraints: ConstraintSet | None = None, *, ml: Any = None,
+                    cl: Any = None) -> np.ndarray:
+        """``fit``, then the cluster of each training sample (``labels_``)."""
+        return self.fit(x, constraints, ml=ml, cl=cl).labels_
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Index of the nearest centroid of each row of ``x`` (new samples carry no constraints)."""

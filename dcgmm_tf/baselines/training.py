@@ -16,7 +16,7 @@ from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.data import Dataset
 from dcgmm_tf.storage import settings_hash
-from dcgmm_tf.trainer_base import TrainedModel, cache_dir, predict_clusters
+from dcgmm_tf.trainer_base import TrainedModel, cache_note, cache_path, predict_clusters
 
 
 def train_pckmeans(config: RunConfig, data: Dataset, constraints: ConstraintSet, num_clusters: int,
@@ -40,11 +40,11 @@ def train_dec(config: RunConfig, data: Dataset, constraints: ConstraintSet, num_
     autoencoder = StackedAutoencoder(x_train.shape[-1], config.latent_dim, name="autoencoder")
     settings = {"model": autoencoder.get_config(), "layer_epochs": config.layer_pretrain_epochs,
                 "finetune_epochs": config.finetune_epochs, "batch_size": config.pretrain_batch_size, "n": len(x_train)}
-    cache = cache_dir(runtime) / f"dec-pretrain-{data.name}-seed{seed}-{settings_hash(settings)}.weights.h5"
+    cache = cache_path(runtime, f"dec-pretrain-{data.name}-seed{seed}-{settings_hash(settings)}.weights.h5")
     cached = pretrain_layerwise(autoencoder, x_train, layer_epochs=config.layer_pretrain_epochs,
                                 finetune_epochs=config.finetune_epochs, batch_size=config.pretrain_batch_size,
                                 seed=seed, cache_path=cache, verbose=runtime.verbose)
-    logging.info("pretrained autoencoder %s %s", "loaded from" if cached else "saved to", cache)
+    logging.info("pretrained autoencoder %s", cache_note(cached, cache))
     if config.method == "sdec":  # DEC's optimiser
         model = SDEC(autoencoder.encoder, num_clusters, pair_weight=config.sdec_lambda, name="sdec")
         optimizer = keras.optimizers.SGD(0.01, momentum=0.9)

@@ -13,8 +13,9 @@ validation). Dependencies point one way: `store` imports the others, which
 work on plain arrays and never import `store`.
 """
 
+from .arguments import as_constraint_set
 from .confidence import default_alpha, flip_probability
 from .sampling import LINK_TYPES
 from .store import ConstraintSet
 
-__all__ = ["LINK_TYPES", "ConstraintSet", "default_alpha", "flip_probability"]
+__all__ = ["LINK_TYPES", "ConstraintSet", "as_constraint_set", "default_alpha", "flip_probability"]

@@ -126,6 +126,28 @@ class ConstraintSet:
         )
 
     @classmethod
+    def from_pairs(cls, num_samples: int, ml: Any = None, cl: Any = None, weight: float = 1e4) -> ConstraintSet:
+        """Must-links ``ml`` and cannot-links ``cl`` (each a sequence of index pairs ``(i, j)`` or an array of
+        shape ``[n, 2]``), all with confidence ``weight`` (W = +weight for a must-link, -weight for a cannot-link).
+
+        Raises:
+          ValueError: On pairs not of shape ``[n, 2]``, a weight that is not finite and > 0, or any of the
+            constructor's checks (indices out of range, i == j, a pair given twice or as both kinds).
+        """
+        if not (np.isfinite(weight) and weight > 0):
+            raise ValueError(f"weight must be a finite number > 0, got {weight}")
+        parts = []
+        for name, pairs, sign in (("ml", ml, 1.0), ("cl", cl, -1.0)):
+            pairs = np.zeros((0, 2), np.int64) if pairs is None else np.asarray(pairs)
+            if pairs.size == 0:
+                pairs = pairs.reshape(0, 2)
+            if pairs.ndim != 2 or pairs.shape[1] != 2:
+                raise ValueError(f"{name} must be index pairs of shape [n, 2], got shape {pairs.shape}")
+            parts.append((pairs, np.full(len(pairs), sign * weight, np.float32)))
+        pairs = np.concatenate([p for p, _ in parts])
+        return cls(pairs[:, 0], pairs[:, 1], np.concatenate([w for _, w in parts]), num_samples)
+
+    @classmethod
     def from_labels(
         cls,
         labels: Any,

@@ -22,6 +22,8 @@ class Dataset:
       likelihood: `"bernoulli"` for data in `[0, 1]`, else `"gaussian"`.
       image_shape: `(H, W, C)` of each sample when the features are a
         flattened image (see `images`), else None.
+      class_names: The name of each label value (label k is `class_names[k]`),
+        where the data set has names, else None.
     """
 
     x_train: np.ndarray
@@ -31,6 +33,7 @@ class Dataset:
     name: str
     likelihood: str
     image_shape: tuple[int, ...] | None = None
+    class_names: tuple[str, ...] | None = None
 
     def __post_init__(self):
         for split in ("train", "test"):
@@ -63,6 +66,12 @@ class Dataset:
                 f"image_shape must be (H, W, C) with H*W*C = "
                 f"{self.x_train.shape[1]} features, got {self.image_shape}."
             )
+
+    def class_name(self, label: int) -> str:
+        """The name of a label value, or the value itself when the data set has no names for it."""
+        if self.class_names is not None and 0 <= label < len(self.class_names):
+            return self.class_names[label]
+        return str(label)
 
     def images(self, x: np.ndarray) -> np.ndarray:
         """Rows of flat features `x` (e.g. `x_train`) as images `(N, H, W, C)`.

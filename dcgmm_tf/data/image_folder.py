@@ -57,12 +57,12 @@ def read_images(paths: Sequence[Path], image_size: int, channels: int | None = N
 
 
 def split_images(images: np.ndarray, labels: np.ndarray, name: str, test_fraction: float = 0.2,
-                 seed: int = 0) -> Dataset:
+                 seed: int = 0, class_names: Sequence[str] | None = None) -> Dataset:
     """A `Dataset` of uint8 images `(N, H, W, C)` scaled to [0, 1], with a seeded random train/test split."""
     flat = (images.reshape(len(images), -1) / np.float32(255)).astype(np.float32)
     splits = random_split(flat, np.asarray(labels, np.int64), test_fraction, seed)
-    return Dataset(*splits, name=name, likelihood="bernoulli",
-                   image_shape=images.shape[1:])
+    return Dataset(*splits, name=name, likelihood="bernoulli", image_shape=images.shape[1:],
+                   class_names=None if class_names is None else tuple(class_names))
 
 
 def list_class_folders(root: Path) -> tuple[list[Path], np.ndarray, list[str]]:
@@ -112,10 +112,10 @@ def load_image_folder(path: str | os.PathLike, image_size: int = 64, *, channels
     """
     path = Path(path).expanduser()
     if path.is_dir():
-        files, labels, _ = list_class_folders(path)
+        files, labels, names = list_class_folders(path)
     elif path.is_file() and path.suffix.lower() == ".csv":
-        files, labels, _ = read_label_csv(path)
+        files, labels, names = read_label_csv(path)
     else:
         raise FileNotFoundError(f"{path}: not a folder of class sub-folders nor a .csv file of file,label rows")
     name = path.name if path.is_dir() else path.stem
-    return split_images(read_images(files, image_size, channels), labels, name, test_fraction, seed)
+    return split_images(read_images(files, image_size, channels), labels, name, test_fraction, seed, names)

@@ -13,6 +13,9 @@ from dcgmm_tf.data.dataset import Dataset
 
 # Canonical dataset name -> sub-folder used by Debian and Keras.
 _SUBFOLDERS = {"fashion_mnist": "fashion-mnist", "mnist": "mnist"}
+CLASS_NAMES = {"fashion_mnist": ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker",
+                                 "Bag", "Ankle boot"),
+               "mnist": tuple(str(d) for d in range(10))}
 _ALIASES = {
     "fashion": "fashion_mnist",
     "fashion_mnist": "fashion_mnist",
@@ -136,7 +139,7 @@ def _make_image_dataset(
         )
         arrays[f"y_{split}"] = y.astype(np.int64)
     return Dataset(**arrays, name=name, likelihood="bernoulli",
-                   image_shape=image_shape if len(image_shape) == 3 else None)
+                   image_shape=image_shape if len(image_shape) == 3 else None, class_names=CLASS_NAMES.get(name))
 
 
 def _download(name: str) -> tuple[tuple[np.ndarray, np.ndarray], ...]:

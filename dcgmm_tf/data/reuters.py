@@ -127,4 +127,4 @@ def load_reuters(data_dir: str | os.PathLike | None = None, *, download: bool = 
 
 
 def _dataset(x_train, y_train, x_test, y_test) -> Dataset:
-    return Dataset(x_train, y_train, x_test, y_test, name="reuters", likelihood="gaussian")
+    return Dataset(x_train, y_train, x_test, y_test, name="reuters", likelihood="gaussian", class_names=CATEGORIES)

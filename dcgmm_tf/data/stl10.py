@@ -22,6 +22,7 @@ SUBFOLDER = "stl10"  # of each searched folder (see `paths.search_dirs`)
 FEATURES_FILE = "stl10_resnet50.npz"
 LABELLED_SPLITS = ("train", "test")
 IMAGE_SHAPE = (96, 96, 3)
+CLASS_NAMES = ("airplane", "bird", "car", "cat", "deer", "dog", "horse", "monkey", "ship", "truck")  # of the labels 0-9
 TEST_FRACTION = 0.2
 
 
@@ -118,4 +119,4 @@ def load_stl10(data_dir: str | os.PathLike | None = None, *, seed: int = 0) -> D
     if y.dtype.kind not in "iu" or y.min() < 0 or y.max() > 9:
         raise ValueError(f"{path}: 'labels' must be integers in 0..9")
     splits = random_split(x.astype(np.float32), y.astype(np.int64), TEST_FRACTION, seed)
-    return Dataset(*splits, name="stl10", likelihood="gaussian")
+    return Dataset(*splits, name="stl10", likelihood="gaussian", class_names=CLASS_NAMES)

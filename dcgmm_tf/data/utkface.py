@@ -99,4 +99,6 @@ def load_utkface(task: str = "gender", data_dir: str | os.PathLike | None = None
     if len(files) < 2:
         raise ValueError(f"{folder}: only {len(files)} face(s) match the {task} task")
     images = read_images(files, image_size, channels=3)
-    return split_images(images, labels, f"utkface_{task}", seed=seed)
+    spec = TASKS[task]
+    names = GENDERS if spec.label == "gender" else tuple(RACES[r] for r in spec.races)
+    return split_images(images, labels, f"utkface_{task}", seed=seed, class_names=names)

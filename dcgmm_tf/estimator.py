@@ -1,0 +1,140 @@
+"""DC-GMM as a scikit-learn estimator: ``DCGMMClustering(n_clusters=3).fit(X, ml=[(0, 1)], cl=[(0, 2)])``.
+
+The estimator trains through the library's recipe (:func:`dcgmm_tf.training.train`: pretraining, the label-free
+start from the constraints, the learning-rate schedule, restarts of the mixture), so it gives what
+``python -m experiments.run`` gives for the same settings. ``clone``, ``Pipeline`` and ``GridSearchCV`` work as
+for any scikit-learn clusterer; the fitted Keras model is ``model_`` (save it with ``model_.save("m.keras")``).
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from dcgmm_tf import training
+from dcgmm_tf.config import RunConfig, RuntimeConfig
+from dcgmm_tf.constraints import ConstraintSet, as_constraint_set
+from dcgmm_tf.data import Dataset
+
+
+class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
+    """Deep Conditional Gaussian Mixture Model: clustering steered by pairwise must-link / cannot-link constraints.
+
+    Parameters
+    ----------
+    n_clusters : int, default=10
+        Number of clusters K.
+    latent_dim : int, default=10
+        Dimension of the embedding (``transform`` returns it).
+    epochs : int, default=100
+        Training epochs after pretraining.
+    pretrain_epochs : int, default=10
+        Autoencoder pretraining epochs.
+    alpha : float, default=1e4
+        Confidence |W_ij| of the pairs given as ``ml`` / ``cl`` (1e4: the paper's hard constraints; for pairs that
+        are wrong with probability q, ``dcgmm_tf.default_alpha(q)``). A ``ConstraintSet`` brings its own weights.
+    batch_size : int, default=256
+        Training and pretraining batch size.
+    learning_rate : float, default=1e-3
+        Initial Adam learning rate (decayed x0.9 every 20 epochs).
+    cluster_init : {"latent_class", "merge", "gmm"}, default="latent_class"
+        Start of the mixture: GMM components grouped by the constraints (latent_class, merge) or the paper's GMM.
+    likelihood : {"auto", "bernoulli", "gaussian"}, default="auto"
+        Decoder likelihood; "auto": Bernoulli when all of X is in [0, 1], else Gaussian.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the initialisation, pretraining, start and batches.
+    verbose : int, default=0
+        Keras progress output: 0 silent, 1 progress bar, 2 one line per epoch.
+
+    Attributes
+    ----------
+    model_ : dcgmm_tf.DCGMM
+        The trained Keras model.
+    labels_ : ndarray of shape (n_samples,)
+        Cluster of each training sample.
+    constraints_ : dcgmm_tf.ConstraintSet
+        The constraints the model was trained with.
+    history_ : dict
+        Per-epoch values of each loss term.
+    likelihood_ : str
+        The decoder likelihood used.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    """
+
+    def __init__(self, n_clusters: int = 10, *, latent_dim: int = 10, epochs: int = 100, pretrain_epochs: int = 10,
+                 alpha: float = 1e4, batch_size: int = 256, learning_rate: float = 1e-3,
+                 cluster_init: str = "latent_class", likelihood: str = "auto", random_state: Any = None,
+                 verbose: int = 0):
+        self.n_clusters = n_clusters
+        self.latent_dim = latent_dim
+        self.epochs = epochs
+        self.pretrain_epochs = pretrain_epochs
+        self.alpha = alpha
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.cluster_init = cluster_init
+        self.likelihood = likelihood
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X: Any, y: Any = None, *, ml: Any = None, cl: Any = None,
+            constraints: ConstraintSet | None = None) -> DCGMMClustering:
+        """Trains on ``X`` with must-links ``ml`` and cannot-links ``cl`` (index pairs into ``X``, confidence
+        ``alpha``) or a ``ConstraintSet`` with per-pair weights; without constraints it is VaDE. ``y`` is ignored."""
+        del y
+        X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=2)
+        x = X.astype(np.float32)
+        constraints = as_constraint_set(len(x), ml, cl, constraints, weight=self.alpha)
+        if self.likelihood not in ("auto", "bernoulli", "gaussian"):
+            raise ValueError(f"likelihood must be 'auto', 'bernoulli' or 'gaussian', got {self.likelihood!r}")
+        if not isinstance(self.n_clusters, numbers.Integral) or not 2 <= self.n_clusters <= len(x):
+            raise ValueError(f"n_clusters must be an integer in [2, n_samples={len(x)}], got {self.n_clusters!r}")
+        self.likelihood_ = self.likelihood
+        if self.likelihood == "auto":
+            self.likelihood_ = "bernoulli" if x.min() >= 0 and x.max() <= 1 else "gaussian"
+        seed = self.random_state
+        if not isinstance(seed, numbers.Integral):
+            seed = int(check_random_state(seed).randint(np.iinfo(np.int32).max))
+        # The config checks the remaining parameters (a ValueError naming the bad one).
+        config = RunConfig(seed=int(seed), epochs=self.epochs, pretrain_epochs=self.pretrain_epochs,
+                           batch_size=self.batch_size, pretrain_batch_size=self.batch_size,
+                           learning_rate=self.learning_rate, latent_dim=self.latent_dim,
+                           cluster_init=self.cluster_init, num_clusters=self.n_clusters)
+        data = Dataset(x, np.zeros(len(x), np.int64), x[:0], np.zeros(0, np.int64), name="estimator",
+                       likelihood=self.likelihood_)
+        runtime = RuntimeConfig(verbose=self.verbose, cache=False)
+        trained = training.train(config, data, constraints, num_clusters=self.n_clusters, runtime=runtime)
+        self.model_, self.history_, self.constraints_ = trained.model, trained.history, constraints
+        self.labels_ = self._probabilities(x).argmax(-1)
+        return self
+
+    def _probabilities(self, x: np.ndarray) -> np.ndarray:
+        return self.model_.predict(x, batch_size=1024, verbose=0)
+
+    def _fitted_input(self, X: Any) -> np.ndarray:
+        check_is_fitted(self)
+        return validate_data(self, X, dtype=[np.float64, np.float32], reset=False).astype(np.float32)
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """p(c|x) for each sample and cluster, shape (n_samples, n_clusters)."""
+        return self._probabilities(self._fitted_input(X))
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The most probable cluster of each sample."""
+        return self.predict_proba(X).argmax(-1)
+
+    def transform(self, X: Any) -> np.ndarray:
+        """The embedding means mu(x), shape (n_samples, latent_dim)."""
+        x = self._fitted_input(X)
+        return self.model_.embed(x)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = True  # bit-identical refits need TensorFlow's op determinism (process-wide)
+        return tags

@@ -1,0 +1,145 @@
+"""The scikit-learn estimator: fitting with pairs or a ConstraintSet, scikit-learn's own tools and checks.
+
+scikit-learn's checks that apply run below (`APPLICABLE_CHECKS`). The ones left out, and why:
+- check_clustering, check_fit_idempotent, check_methods_sample_order_invariance' exact equality,
+  check_estimators_pickle's bit-identical predictions: they refit and demand identical or near-perfect results
+  from a few epochs; a deep model needs its full schedule for good clusters, and bit-identical refits need
+  TensorFlow's process-wide op determinism (the estimator is tagged non_deterministic).
+- check_dont_overwrite_parameters, check_fit2d_predict1d: they set n_clusters=1, and a mixture needs K >= 2
+  (refused with a ValueError; what they check otherwise is covered below: parameters stay as given, a 1-D X
+  is refused by predict).
+- check_fit2d_1sample / check_fit2d_1feature expectations beyond a clear ValueError: a mixture of K >= 2
+  clusters cannot be fitted to one sample.
+- The regressor/classifier/sample_weight checks: a clusterer has no targets and DC-GMM no sample weights.
+"""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import MinMaxScaler
+from sklearn.utils import estimator_checks
+
+from dcgmm_tf import ConstraintSet
+from dcgmm_tf.baselines import PCKMeans
+from dcgmm_tf.estimator import DCGMMClustering
+from tests.helpers import toy_data
+
+TINY = {"latent_dim": 2, "epochs": 2, "pretrain_epochs": 1, "batch_size": 32, "random_state": 0}
+
+
+def test_fit_with_pairs_gives_labels_probabilities_and_embedding():
+    x, y = toy_data(200)
+    ml = [(i, j) for i, j in zip(np.flatnonzero(y == 0)[:20], np.flatnonzero(y == 0)[20:40])]
+    cl = [(i, j) for i, j in zip(np.flatnonzero(y == 0)[:20], np.flatnonzero(y == 1)[:20])]
+    est = DCGMMClustering(2, **TINY).fit(x.astype(np.float64).tolist(), ml=ml, cl=cl)
+    assert est.labels_.shape == (200,) and set(est.labels_) <= {0, 1} and est.n_features_in_ == 20
+    proba = est.predict_proba(x)
+    assert proba.shape == (200, 2) and np.allclose(proba.sum(1), 1, atol=1e-5)
+    np.testing.assert_array_equal(est.predict(x), proba.argmax(-1))
+    np.testing.assert_array_equal(est.labels_, est.predict(x))
+    assert est.transform(x).shape == (200, 2) and est.likelihood_ == "bernoulli"
+    assert len(est.constraints_) == 40 and est.constraints_.weight.max() == est.alpha
+    assert len(est.history_["loss"]) == 2
+
+
+def test_fit_with_a_constraint_set_and_without_constraints():
+    x, y = toy_data(120)
+    constraints = ConstraintSet.from_labels(y, 50, seed=0, alpha=500.0)
+    est = DCGMMClustering(2, **TINY).fit(x, constraints=constraints)
+    assert est.constraints_ is constraints
+    vade = DCGMMClustering(2, **TINY).fit(x * 4 - 2)  # no constraints (VaDE); values outside [0, 1]
+    assert vade.likelihood_ == "gaussian" and len(vade.constraints_) == 0
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"ml": [(0, 500)]}, "outside"),
+    ({"ml": [(0, 1, 2)]}, r"ml must be index pairs of shape \[n, 2\]"),
+    ({"ml": [(0, 1)], "cl": [(1, 0)]}, "both as a must-link and as a cannot-link"),
+    ({"ml": [(0, 1)], "constraints": ConstraintSet.empty(40)}, "either as ml/cl pairs or as a ConstraintSet"),
+    ({"constraints": ConstraintSet.empty(10)}, "the constraints index 10 samples but X holds 40"),
+])
+def test_bad_constraints_are_refused(kwargs, match):
+    x, _ = toy_data(40)
+    with pytest.raises(ValueError, match=match):
+        DCGMMClustering(2, **TINY).fit(x, **kwargs)
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"n_clusters": 1}, "n_clusters must be an integer in"),
+    ({"n_clusters": 50}, "n_clusters must be an integer in"),
+    ({"epochs": 0}, "epochs must be at least 1"),
+    ({"cluster_init": "kmeans"}, "cluster_init must be one of"),
+    ({"likelihood": "poisson"}, "likelihood must be"),
+    ({"alpha": -1.0}, "weight must be a finite number > 0"),
+])
+def test_bad_parameters_are_refused_at_fit(params, match):
+    x, _ = toy_data(40)
+    est = DCGMMClustering(**{**TINY, "n_clusters": 2, **params})  # __init__ only stores
+    with pytest.raises(ValueError, match=match):
+        est.fit(x)
+
+
+def test_unfitted_estimator_and_bad_input():
+    x, _ = toy_data(40)
+    for method in ("predict", "predict_proba", "transform"):
+        with pytest.raises(NotFittedError):
+            getattr(DCGMMClustering(), method)(x)
+    est = DCGMMClustering(2, **TINY).fit(x)
+    with pytest.raises(ValueError, match="20 features"):
+        est.predict(x[:, :5])
+    with pytest.raises(ValueError, match="NaN"):
+        est.predict(np.where(np.eye(40, 20) > 0, np.nan, x))
+    with pytest.raises(ValueError, match="Expected 2D array"):
+        est.predict(x[0])
+
+
+def test_clone_pipeline_and_saved_model(tmp_path):
+    import keras
+
+    x, y = toy_data(150)
+    est = DCGMMClustering(2, **TINY)
+    copy = clone(est)
+    assert copy.get_params() == est.get_params() and not hasattr(copy, "model_")
+    pipe = Pipeline([("scale", MinMaxScaler()), ("dcgmm", DCGMMClustering(2, **TINY))])
+    labels = pipe.fit_predict(x * 255, dcgmm__ml=[(0, 1), (2, 3)], dcgmm__cl=[(0, int(np.argmax(y != y[0])))])
+    assert labels.shape == (150,)
+    assert pipe.set_params(dcgmm__epochs=3).get_params()["dcgmm__epochs"] == 3
+    model = pipe.named_steps["dcgmm"].model_
+    model.save(tmp_path / "m.keras")
+    loaded = keras.saving.load_model(tmp_path / "m.keras")
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)
+
+
+APPLICABLE_CHECKS = [
+    estimator_checks.check_no_attributes_set_in_init,
+    estimator_checks.check_parameters_default_constructible,
+    estimator_checks.check_get_params_invariance,
+    estimator_checks.check_set_params,
+    estimator_checks.check_estimators_unfitted,
+    estimator_checks.check_fit_check_is_fitted,
+    estimator_checks.check_n_features_in,
+    estimator_checks.check_estimators_dtypes,
+    estimator_checks.check_estimators_nan_inf,
+    estimator_checks.check_estimators_empty_data_messages,
+    estimator_checks.check_dtype_object,
+    estimator_checks.check_clusterer_compute_labels_predict,
+]
+
+
+@pytest.mark.parametrize("check", APPLICABLE_CHECKS, ids=lambda c: c.__name__)
+def test_scikit_learn_checks(check):
+    check("DCGMMClustering", DCGMMClustering(3, **TINY))
+
+
+def test_pckmeans_takes_pairs_like_scikit_learn_clusterers():
+    x, y = toy_data(100)
+    ml = [(0, int(np.flatnonzero(y == y[0])[1]))]
+    cl = [(0, int(np.argmax(y != y[0])))]
+    by_pairs = PCKMeans(2, seed=0).fit(x, ml=ml, cl=cl)
+    by_set = PCKMeans(2, seed=0).fit(x, ConstraintSet.from_pairs(100, ml, cl, weight=1.0))
+    np.testing.assert_array_equal(by_pairs.labels_, by_set.labels_)
+    np.testing.assert_array_equal(by_pairs.fit_predict(x, ml=ml, cl=cl), by_pairs.labels_)
+    with pytest.raises(ValueError, match="either as ml/cl pairs or as a ConstraintSet"):
+        PCKMeans(2).fit(x, ConstraintSet.empty(100), ml=ml)
