@@ -8,8 +8,8 @@ Each cell's config is run.py's config with the method and its overrides replaced
 ``<output_dir>/results.csv`` is skipped (the rule of ``experiments.runs``: data set, method, seed and
 configuration key), so an interrupted grid resumes. The table shows the rows that match a cell on RUN_KEY
 (data set, method, seed, number of constraints, q, epochs), so rows written earlier by ``experiments.run`` or
-under older defaults join it with ``--table_only``. Writes ``table1.csv`` (long format) and ``table1.md`` (side
-by side) there.
+under older defaults join it with ``--table_only``. Writes ``table1.csv`` (long format), ``table1.md`` (side
+by side) and ``table1.png`` (bars) there.
 """
 
 from __future__ import annotations
