@@ -176,7 +176,8 @@ def train_dcgmm(config: RunConfig, data: Dataset, constraints: ConstraintSet, nu
     guard = NonFiniteLossGuard(run_dir / "last_good.weights.h5" if run_dir else None)
     callbacks.append(guard)
     if len(x_test):
-        callbacks.append(ClusteringMetrics(x_test, y_test, every=runtime.eval_every, batch_size=runtime.eval_batch_size))
+        callbacks.append(ClusteringMetrics(x_test, y_test, every=runtime.eval_every,
+                                           batch_size=runtime.eval_batch_size))
     initial_epoch = 0
     if run_dir is not None:
         # A killed run restarted with the same configuration resumes after its last finished epoch.
