@@ -8,7 +8,6 @@ import math
 import os
 import shutil
 import time
-import zipfile
 from pathlib import Path
 
 import keras
@@ -16,7 +15,7 @@ import numpy as np
 
 from dcgmm_tf import cluster_init, metrics
 from dcgmm_tf.constraints import ConstraintSet
-from dcgmm_tf.storage import write_atomically
+from dcgmm_tf.storage import read_checked, write_atomically
 
 
 class ClusteringMetrics(keras.callbacks.Callback):
@@ -126,7 +125,7 @@ class NonFiniteLossGuard(keras.callbacks.Callback):
         self.error = (f"the {self.monitor} became {float(value)} in epoch {self._epoch + 1}, batch {batch + 1}; "
                       f"training stopped and the model was reset to its weights at {kept}")
         if self.checkpoint_path is not None:
-            write_atomically(self.checkpoint_path, self.model.save_weights)
+            write_atomically(self.checkpoint_path, self.model.save_weights, checksum=True)
             self.error += f", saved to {self.checkpoint_path}"
         self.error += (". Lower the learning rate, clip the gradients (global_clipnorm, --clipnorm in "
                        "experiments/run.py) or lower the constraint weight alpha.")
@@ -177,23 +176,25 @@ class TrainingBackup(keras.callbacks.Callback):
         return sorted(found, reverse=True)
 
     def restore(self, model: keras.Model) -> int:
-        """Loads the newest readable backup into ``model`` (compiled) and returns its number of finished epochs
-        (0 without a backup)."""
+        """Loads the newest usable backup into ``model`` (compiled) and returns its number of finished epochs
+        (0 without one). A damaged backup (not matching its checksum, unreadable, or of another model) is
+        reported in one warning and skipped; when none is usable the run starts from its beginning, and says so."""
         state = self._state(model)
         shapes = [tuple(v.shape) for v in state]
-        for epoch, path in self._backups():
-            try:
-                with np.load(path, allow_pickle=False) as f:
-                    values = [f[name] for name in sorted(f.files)]
-            except (OSError, EOFError, ValueError, zipfile.BadZipFile) as e:
-                logging.warning("skipping unreadable backup %s: %s", path, e)
+        backups = self._backups()
+        for epoch, path in backups:
+            values, problem = read_checked(path, _read_arrays)
+            if problem is None and [v.shape for v in values] != shapes:
+                problem = "it holds the variables of another model"
+            if problem is not None:
+                logging.warning("the backup %s is damaged: %s; skipped", path, problem)
                 continue
-            if [v.shape for v in values] != shapes:
-                raise ValueError(f"the backup {path} is of a different model; delete {self.backup_dir}")
             for variable, value in zip(state, values):
                 variable.assign(value)
             logging.info("resuming training after epoch %d from %s", epoch, path)
             return epoch
+        if backups:
+            logging.warning("no usable backup in %s: the run starts from its beginning", self.backup_dir)
         return 0
 
     def on_epoch_end(self, epoch, logs=None):
@@ -206,13 +207,20 @@ class TrainingBackup(keras.callbacks.Callback):
                 np.savez(f, **arrays)
 
         path = self.backup_dir / f"epoch-{epoch + 1:05d}.npz"
-        write_atomically(path, write)
+        write_atomically(path, write, checksum=True)
         for _, old in self._backups():
             if old != path:
                 old.unlink(missing_ok=True)
+                old.with_name(old.name + ".sha256").unlink(missing_ok=True)
 
     def on_train_end(self, logs=None):
         shutil.rmtree(self.backup_dir, ignore_errors=True)
+
+
+def _read_arrays(path: Path) -> list[np.ndarray]:
+    """The arrays of an ``.npz`` backup in the order they were written."""
+    with np.load(path, allow_pickle=False) as f:
+        return [f[name] for name in sorted(f.files)]
 
 
 def trim_history(path: str | os.PathLike, num_epochs: int) -> None:
@@ -221,12 +229,24 @@ def trim_history(path: str | os.PathLike, num_epochs: int) -> None:
     path = Path(path)
     if not path.exists():
         return
-    with open(path, newline="") as f:
-        rows = list(csv.reader(f))
-    if not rows or "epoch" not in rows[0]:
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        logging.warning("the history %s is unreadable (%s); it starts again", path, e)
+        path.unlink()
         return
-    column = rows[0].index("epoch")
-    kept = [rows[0]] + [r for r in rows[1:] if len(r) > column and int(r[column]) < num_epochs]
+    if not rows or "epoch" not in rows[0]:
+        logging.warning("the history %s has no header with an epoch column; it starts again", path)
+        path.unlink()
+        return
+    column, kept = rows[0].index("epoch"), [rows[0]]
+    for number, row in enumerate(rows[1:], start=2):
+        if len(row) == len(rows[0]) and row[column].isdigit():
+            if int(row[column]) < num_epochs:
+                kept.append(row)
+        else:
+            logging.warning("the history %s: line %d is damaged (%s); dropped", path, number, ",".join(row)[:80])
 
     def write(tmp: Path) -> None:
         with open(tmp, "w", newline="") as f:

@@ -3,6 +3,7 @@ embeddings initialises the cluster parameters."""
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import tensorflow as tf
 from dcgmm_tf import cluster_init, losses, validation
 from dcgmm_tf.data.pipeline import prefetch_without_autotune
 from dcgmm_tf.model import DCGMM
-from dcgmm_tf.storage import write_atomically
+from dcgmm_tf.storage import exclusive, read_checked, write_atomically
 
 
 class _Autoencoder(keras.Model):
@@ -89,7 +90,11 @@ def cluster_prior_from_labels(model: DCGMM, x: np.ndarray, y: np.ndarray) -> Non
 
 
 def load_cached_weights(model: keras.Model, cache_path: str | os.PathLike | None) -> bool:
-    """Load ``cache_path`` (a ``.weights.h5`` file) into ``model`` if it exists; True when it did."""
+    """Load ``cache_path`` (a ``.weights.h5`` file) into ``model`` if it exists; True when it did.
+
+    A damaged cache (truncated, emptied, not matching its checksum, unreadable, or the weights of another model)
+    is reported in one warning and not used: the model keeps its weights and the caller builds the cache again.
+    """
     if cache_path is None:
         return False
     cache_path = Path(cache_path)
@@ -97,15 +102,20 @@ def load_cached_weights(model: keras.Model, cache_path: str | os.PathLike | None
         raise ValueError(f"cache_path must end in .weights.h5, got {cache_path}")
     if not cache_path.exists():
         return False
-    model.load_weights(cache_path)
-    return True
+    before = model.get_weights()
+    _, problem = read_checked(cache_path, model.load_weights)
+    if problem is None:
+        return True
+    model.set_weights(before)  # a load that failed half-way leaves no trace
+    logging.warning("the cache %s is damaged: %s; building it again and replacing it", cache_path, problem)
+    return False
 
 
 def save_cached_weights(model: keras.Model, cache_path: str | os.PathLike | None) -> None:
-    """Write ``model``'s weights to ``cache_path`` atomically (a temporary file, then a rename)."""
+    """Write ``model``'s weights to ``cache_path`` atomically, with a checksum to detect damage on reading."""
     if cache_path is None:
         return
-    write_atomically(cache_path, model.save_weights)
+    write_atomically(cache_path, model.save_weights, checksum=True)
 
 
 def pretrain(model: DCGMM, x: np.ndarray, *, epochs: int = 10, batch_size: int = 256,
@@ -118,10 +128,11 @@ def pretrain(model: DCGMM, x: np.ndarray, *, epochs: int = 10, batch_size: int =
     """
     x = validation.check_data(x, num_clusters=model.num_clusters, likelihood=model.likelihood,
                               sample_shape=model.sample_shape)
-    if load_cached_weights(model, cache_path):
-        return True
-    pretrain_autoencoder(model, x, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
-                         seed=seed, verbose=verbose)
-    fit_cluster_prior(model, x, seed=seed)
-    save_cached_weights(model, cache_path)
+    with exclusive(cache_path):  # processes sharing the cache: one pretrains, the others then load its file
+        if load_cached_weights(model, cache_path):
+            return True
+        pretrain_autoencoder(model, x, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
+                             seed=seed, verbose=verbose)
+        fit_cluster_prior(model, x, seed=seed)
+        save_cached_weights(model, cache_path)
     return False

@@ -192,7 +192,7 @@ def train_dcgmm(config: RunConfig, data: Dataset, constraints: ConstraintSet, nu
                         verbose=runtime.verbose, shuffle=False, **fit_args)
     guard.raise_if_stopped()
     if run_dir is not None:
-        write_atomically(run_dir / "model.keras", model.save)
+        write_atomically(run_dir / "model.keras", model.save, checksum=True)
     return TrainedModel(model, history.history, start_acc)
 
 

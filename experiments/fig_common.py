@@ -124,11 +124,17 @@ def trained_model(config: RunConfig, data: Dataset, runtime: RuntimeConfig):
 
     import dcgmm_tf  # noqa: F401  (registers the serializable classes)
 
+    from dcgmm_tf.storage import read_checked
+
     path = run_dir_of(config, data.name, runtime) / "model.keras"
     if not path.is_file():
         raise FileNotFoundError(f"no trained model at {path}; delete the figure's results.csv to retrain or pass "
                                 "the --work_dir of the earlier run")
-    return keras.saving.load_model(path, compile=False)  # inference only
+    model, problem = read_checked(path, lambda p: keras.saving.load_model(p, compile=False))  # inference only
+    if problem is not None:
+        raise ValueError(f"the trained model {path} is damaged: {problem}; delete the figure's results.csv (or "
+                         "that run's row) to train it again")
+    return model
 
 
 def test_split(config: RunConfig, data: Dataset) -> tuple[np.ndarray, np.ndarray]:

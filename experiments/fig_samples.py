@@ -85,13 +85,16 @@ def samples_figure(config: RunConfig, runtime: RuntimeConfig, output_dir: Path, 
 
     import dcgmm_tf  # noqa: F401  (registers the serializable classes)
     from dcgmm_tf.data import load_dataset
+    from dcgmm_tf.storage import read_checked
 
     config = dataclasses.replace(config, method="dcgmm")
     data = load_dataset(config.dataset, runtime.data_dir, image_size=config.image_size)
     if data.image_shape is None:
         raise ValueError(f"{data.name} holds feature vectors, not images: there is nothing to draw")
     if model_path:
-        model = keras.saving.load_model(model_path, compile=False)  # inference only
+        model, problem = read_checked(model_path, lambda p: keras.saving.load_model(p, compile=False))
+        if problem is not None:
+            raise ValueError(f"the model {model_path} cannot be used: {problem}")
         source = f"model {model_path}"
     else:
         fig_common.sweep([config], data, runtime, output_dir / "results.csv", runs)

@@ -1,4 +1,10 @@
-"""Appending result rows to CSV files safely and summarising them."""
+"""Appending result rows to CSV files safely, reading back only the rows that are whole, and summarising them.
+
+A results file may hold damaged lines (a writer killed mid-line on a full disk, a file copied half-way, a hand
+edit): a line with the wrong number of fields, or a metric that is not a number, is reported with its line
+number and never counted (neither in ``summary.csv`` nor as a finished run); the file's other rows are kept, and
+new rows are appended intact. A file whose first line is not a header is refused: it was not written here.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import fcntl
 import io
 import logging
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,6 +21,48 @@ if TYPE_CHECKING:  # pandas is imported where needed: writers stay light
     import pandas as pd
 
 METRICS = ("acc", "nmi", "ari", "constraint_satisfaction", "train_seconds")
+NUMERIC = (*METRICS, "seed")  # columns whose values must parse as numbers (NaN included)
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _header(line: list[str], path: Path) -> list[str]:
+    """The column names of a results file, or ValueError when its first line is not a header written here."""
+    if not line or not all(_NAME.match(name) for name in line) or len(set(line)) != len(line):
+        raise ValueError(f"{path} does not start with a header line of column names (it starts with "
+                         f"{','.join(line)[:60]!r}): it was not written by this program or is damaged; move it "
+                         "away or write to another --output_dir")
+    return line
+
+
+def _problem(fields: list[str], header: list[str]) -> str | None:
+    """Why a line is not a whole row of the table with ``header``, or None."""
+    if len(fields) != len(header):
+        return f"{len(fields)} fields where the header has {len(header)}"
+    for name, value in zip(header, fields):
+        if name in NUMERIC:
+            try:
+                float(value)
+            except ValueError:
+                return f"{name}={value[:20]!r} is not a number"
+    return None
+
+
+def valid_rows(path: str | os.PathLike) -> tuple[list[str], list[list[str]]]:
+    """The header and the whole rows of a results CSV (each damaged line reported in one warning and left out);
+    ``([], [])`` for a missing or empty file."""
+    path = Path(path)
+    if not path.is_file() or path.stat().st_size == 0:
+        return [], []
+    with open(path, newline="", errors="replace") as f:
+        lines = list(csv.reader(line.replace("\0", "") for line in f))
+    header, rows = _header(lines[0], path), []
+    for number, fields in enumerate(lines[1:], start=2):
+        problem = _problem(fields, header)
+        if problem is None:
+            rows.append(fields)
+        elif fields:
+            logging.warning("%s: line %d is damaged (%s); it is not counted", path, number, problem)
+    return header, rows
 
 
 def append_row(path: str | os.PathLike, row: dict) -> None:
@@ -38,8 +87,8 @@ def append_row(path: str | os.PathLike, row: dict) -> None:
             columns = list(row)
             writer.writerow(columns)
         else:
-            with open(path, newline="") as f:
-                columns = next(csv.reader(f))
+            with open(path, newline="", errors="replace") as f:
+                columns = _header(next(csv.reader(line.replace("\0", "") for line in f)), path)
             dropped = [c for c in row if c not in columns]
             if dropped:
                 logging.warning("%s has no column(s) %s: their values are not written (%s); use another "
@@ -55,12 +104,9 @@ def append_row(path: str | os.PathLike, row: dict) -> None:
 
 def has_row(path: str | os.PathLike, match: dict) -> bool:
     """Whether the CSV at ``path`` holds a row whose columns equal ``match`` (compared as written)."""
-    path = Path(path)
-    if not path.exists():
-        return False
+    header, rows = valid_rows(path)
     wanted = {k: str(v) for k, v in match.items()}
-    with open(path, newline="") as f:
-        return any(all(row.get(k) == v for k, v in wanted.items()) for row in csv.DictReader(f))
+    return any(all(row.get(k) == v for k, v in wanted.items()) for row in (dict(zip(header, r)) for r in rows))
 
 
 def write_csv_atomically(frame: pd.DataFrame, path: str | os.PathLike) -> None:
@@ -71,11 +117,16 @@ def write_csv_atomically(frame: pd.DataFrame, path: str | os.PathLike) -> None:
 
 
 def read_rows(path: str | os.PathLike) -> pd.DataFrame:
-    """The rows of a results CSV (an empty frame if the file does not exist)."""
+    """The whole rows of a results CSV as a frame (see ``valid_rows``; empty if the file does not exist)."""
     import pandas as pd
 
-    path = Path(path)
-    return pd.read_csv(path) if path.exists() else pd.DataFrame()
+    header, rows = valid_rows(path)
+    if not header:
+        return pd.DataFrame()
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows([header, *rows])
+    buffer.seek(0)
+    return pd.read_csv(buffer)
 
 
 def summarise(rows: pd.DataFrame, keys: tuple[str, ...] = ("dataset", "method", "num_constraints", "q", "alpha",

@@ -45,8 +45,13 @@ def plot_run(result: RunResult, data: Dataset, run_dir: Path) -> None:
     row = result.row
     title = (f"{row['method']} on {row['dataset']}, seed {row['seed']}, {row['num_constraints']} constraints: "
              f"test ACC {row['acc']:.3f}, NMI {row['nmi']:.3f}, ARI {row['ari']:.3f}")
+    history = pd.DataFrame(result.trained.history)
     history_csv = run_dir / "history.csv"  # the whole run, also when it was resumed
-    history = pd.read_csv(history_csv) if history_csv.is_file() else pd.DataFrame(result.trained.history)
+    if history_csv.is_file():
+        try:
+            history = pd.read_csv(history_csv)
+        except (ValueError, UnicodeDecodeError) as e:  # pandas' ParserError is a ValueError
+            logging.warning("the history %s is unreadable (%s); plotting this process's epochs only", history_csv, e)
     plots.plot_history(history, run_dir / "history.png", title)
     matrix, classes, clusters = matched_confusion(result.y_test, result.test_clusters)
     plots.plot_confusion(matrix, [data.class_name(int(c)) for c in classes], clusters, run_dir / "confusion.png",

@@ -14,6 +14,7 @@ import numpy as np
 
 from dcgmm_tf.networks import PAPER_HIDDEN_UNITS
 from dcgmm_tf.pretraining import load_cached_weights, save_cached_weights
+from dcgmm_tf.storage import exclusive
 
 
 @keras.saving.register_keras_serializable(package="dcgmm_tf")
@@ -59,8 +60,17 @@ def pretrain_layerwise(autoencoder: StackedAutoencoder, x: np.ndarray, *, layer_
     """
     if layer_epochs < 0 or finetune_epochs < 0:
         raise ValueError(f"epochs must be >= 0, got {layer_epochs} and {finetune_epochs}")
-    if load_cached_weights(autoencoder, cache_path):
-        return True
+    with exclusive(cache_path):  # processes sharing the cache: one pretrains, the others then load its file
+        if load_cached_weights(autoencoder, cache_path):
+            return True
+        _pretrain(autoencoder, x, layer_epochs, finetune_epochs, batch_size, dropout, learning_rate, seed, verbose)
+        save_cached_weights(autoencoder, cache_path)
+    return False
+
+
+def _pretrain(autoencoder: StackedAutoencoder, x: np.ndarray, layer_epochs: int, finetune_epochs: int,
+              batch_size: int, dropout: float, learning_rate: float, seed: int, verbose: int) -> None:
+    """The layer-wise denoising stages, then the fine-tuning of the whole autoencoder."""
     h = np.asarray(x, np.float32)
     if layer_epochs:
         for encode, decode in zip(autoencoder.encoder.layers, autoencoder.decoder.layers[::-1]):
@@ -71,5 +81,3 @@ def pretrain_layerwise(autoencoder: StackedAutoencoder, x: np.ndarray, *, layer_
     if finetune_epochs:
         autoencoder.compile(optimizer=keras.optimizers.Adam(learning_rate), loss="mse")
         autoencoder.fit(x, x, batch_size=batch_size, epochs=finetune_epochs, shuffle=True, verbose=verbose)
-    save_cached_weights(autoencoder, cache_path)
-    return False

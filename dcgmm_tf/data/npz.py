@@ -11,20 +11,9 @@ import numpy as np
 from dcgmm_tf.data.dataset import Dataset
 
 
-def load_npz(path: str | os.PathLike) -> Dataset:
-    """Loads and validates a user dataset stored as a .npz file.
-
-    The file must hold `x_train`, `y_train`, `x_test`, `y_test`; features of any shape are flattened per
-    sample. The likelihood is `"bernoulli"` if all features lie in `[0, 1]`, else `"gaussian"`.
-
-    Raises:
-      FileNotFoundError: If `path` does not exist.
-      ValueError: If the file is unreadable or its arrays are invalid.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"Dataset file not found: {path}")
-    keys = ("x_train", "y_train", "x_test", "y_test")
+def read_arrays(path: Path, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The arrays ``keys`` of an .npz file; ValueError naming the file when it is unreadable (truncated, corrupt)
+    or lacks one of them."""
     try:
         with np.load(path, allow_pickle=False) as f:
             found = list(f.files)
@@ -40,6 +29,24 @@ def load_npz(path: str | os.PathLike) -> Dataset:
             f"{path} lacks array(s) {missing}; it must contain {list(keys)} "
             f"(found {found})."
         )
+    return arrays
+
+
+def load_npz(path: str | os.PathLike) -> Dataset:
+    """Loads and validates a user dataset stored as a .npz file.
+
+    The file must hold `x_train`, `y_train`, `x_test`, `y_test`; features of any shape are flattened per
+    sample. The likelihood is `"bernoulli"` if all features lie in `[0, 1]`, else `"gaussian"`.
+
+    Raises:
+      FileNotFoundError: If `path` does not exist.
+      ValueError: If the file is unreadable or its arrays are invalid.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"Dataset file not found: {path}")
+    keys = ("x_train", "y_train", "x_test", "y_test")
+    arrays = read_arrays(path, keys)
     for split in ("train", "test"):
         x, y = arrays[f"x_{split}"], arrays[f"y_{split}"]
         if x.ndim < 1 or x.shape[0] == 0:

@@ -9,6 +9,7 @@ built from RCV1 with `sklearn.datasets.fetch_rcv1` and saved as `reutersidf10k.n
 from __future__ import annotations
 
 import os
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -35,8 +36,8 @@ def read_idf_file(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     """
     try:
         obj = np.load(path, allow_pickle=True)
-    except (OSError, ValueError, EOFError) as e:
-        raise ValueError(f"{path}: not a readable .npy file ({e}).") from e
+    except (OSError, ValueError, EOFError, pickle.UnpicklingError) as e:
+        raise ValueError(f"{path}: not a readable .npy file, truncated or corrupt ({e}).") from e
     if isinstance(obj, np.ndarray) and obj.dtype == object and obj.shape == ():
         obj = obj.item()
     if not isinstance(obj, dict) or not {"data", "label"} <= set(obj):

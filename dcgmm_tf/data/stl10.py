@@ -15,6 +15,7 @@ import numpy as np
 
 from dcgmm_tf.data import paths
 from dcgmm_tf.data.dataset import Dataset
+from dcgmm_tf.data.npz import read_arrays
 from dcgmm_tf.data.splits import random_split
 
 URL = "http://ai.stanford.edu/~acoates/stl10/stl10_binary.tar.gz"
@@ -109,10 +110,8 @@ def load_stl10(data_dir: str | os.PathLike | None = None, *, seed: int = 0) -> D
             f"STL-10 features {FEATURES_FILE} not found in:\n{where}\nMake them with "
             "`python scripts/extract_stl10_features.py` (it reads stl10_binary/ from these folders or downloads "
             f"it from {URL}, and needs the ImageNet ResNet-50 weights Keras downloads). See data/README.md.")
-    with np.load(path, allow_pickle=False) as f:
-        if not {"features", "labels"} <= set(f.files):
-            raise ValueError(f"{path}: expected arrays 'features' and 'labels', found {f.files}")
-        x, y = f["features"], f["labels"]
+    arrays = read_arrays(path, ("features", "labels"))
+    x, y = arrays["features"], arrays["labels"]
     if x.ndim != 2 or len(x) != len(y) or len(x) < 2 or not np.all(np.isfinite(x)):
         raise ValueError(f"{path}: 'features' must be a finite [N, D] array with N labels; got {x.shape} and "
                          f"{y.shape}")
