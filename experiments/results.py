@@ -102,6 +102,16 @@ def append_row(path: str | os.PathLike, row: dict) -> None:
         os.close(fd)
 
 
+def require_columns(path: str | os.PathLike, columns: tuple[str, ...]) -> None:
+    """Raises ValueError when the CSV at ``path`` exists with a header that lacks any of ``columns`` (a valid table
+    of another kind, e.g. a summary.csv copied over a results.csv): rows appended to it would lose those values."""
+    header, _ = valid_rows(path)
+    missing = [c for c in columns if header and c not in header]
+    if missing:
+        raise ValueError(f"{path} has no column(s) {missing}: it is not a results file of the runners (a summary or "
+                         "another program's table?); move it away or write to another --output_dir")
+
+
 def has_row(path: str | os.PathLike, match: dict) -> bool:
     """Whether the CSV at ``path`` holds a row whose columns equal ``match`` (compared as written)."""
     header, rows = valid_rows(path)

@@ -186,7 +186,8 @@ def test_damaged_history_lines_are_dropped_on_resume(tmp_path, caplog):
     assert not path.exists() and "it starts again" in caplog.text
 
 
-def test_damaged_saved_model_is_refused_with_what_to_do(tmp_path):
+@pytest.mark.parametrize("kind", [*KINDS, "other model"])
+def test_damaged_saved_model_is_refused_with_what_to_do(tmp_path, kind):
     from dcgmm_tf.config import RunConfig, RuntimeConfig
     from dcgmm_tf.data import Dataset
     from experiments import fig_common
@@ -197,7 +198,10 @@ def test_damaged_saved_model_is_refused_with_what_to_do(tmp_path):
     path = tmp_path / "runs" / "dcgmm-toy-seed0" / "model.keras"
     write_atomically(path, small_model().save, checksum=True)
     assert fig_common.trained_model(config, data, runtime).num_clusters == 2
-    spoil(path, "truncated")
+    if kind == "other model":  # a whole .keras file of another model under the name, its checksum not
+        small_model(hidden=(8,)).save(path)
+    else:
+        spoil(path, kind)
     with pytest.raises(ValueError, match="model.keras is damaged: .* delete the figure's results.csv"):
         fig_common.trained_model(config, data, runtime)
 
@@ -254,3 +258,17 @@ def test_damaged_data_files_are_named_in_a_value_error(tmp_path, name, relative)
     path.write_bytes(np.random.default_rng(0).bytes(1000))
     with pytest.raises(ValueError, match=f"{path}.*(truncated or corrupt|truncated)"):
         load_dataset(name, tmp_path)
+
+
+def test_a_valid_table_of_another_kind_is_refused_before_training(tmp_path):
+    from dcgmm_tf.config import RunConfig, RuntimeConfig
+    from dcgmm_tf.data import Dataset
+    from experiments import runs
+
+    x, y = toy_data(40)
+    data = Dataset(x, y, x, y, name="toy", likelihood="bernoulli")
+    path = tmp_path / "results.csv"
+    path.write_text("dataset,method,runs,acc_mean\ntoy,dcgmm,3,0.5\n")  # a summary.csv copied over results.csv
+    with pytest.raises(ValueError, match=r"has no column\(s\) \['seed'\]: it is not a results file"):
+        runs.run_once(RunConfig(), data, RuntimeConfig(output_dir=str(tmp_path)), path)
+    assert not (tmp_path / "runs").exists()
