@@ -14,5 +14,5 @@ setup(
     packages=find_packages(include=["dcgmm_tf", "dcgmm_tf.*"]),  # experiments/ runs from the repository
     python_requires=">=3.10",
     install_requires=requirements,
-    extras_require={"test": ["pytest>=8", "hypothesis>=6.100"]},
+    extras_require={"test": ["pytest>=8", "hypothesis>=6.100", "pytest-xdist>=3.5"]},
 )

@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-.venv/bin/python -m pytest -q tests "$@"
+.venv/bin/python -m pytest -q -n 2 --dist loadfile tests "$@"  # two workers, each test file in one of them
