@@ -47,3 +47,17 @@ def test_profile_of_a_training_step_finds_every_part():
     # encoder 12-16, 16-2 (mean), 16-2 (log-variance); decoder 2-16, 16-12: 5 forward, 5 dW, 4 dX matmuls
     assert len(reference(operands)) == 14
     assert flop == 2 * 32 * (12 * 16 + 3 * 16 * 2 + 16 * 12) * 3 - 2 * 32 * 12 * 16
+
+
+def test_device_check_runs_each_variant_and_reports_the_device():
+    from bench.device_check import gpu_names, run_variant, table
+
+    results = [run_variant(precision, xla, batch=32, timed_steps=1, epoch_samples=64, input_dim=12, hidden=(16,))
+               for precision, xla in (("fp32", False), ("fp16", False))]  # XLA: bench/results/device_check.jsonl
+    for r in results:
+        assert "error" not in r, r
+        assert r["loss_finite"] and r["epoch_loss_finite"] and r["step_ms"] > 0 and r["epoch_s"] > 0
+        assert ("GPU" if gpu_names() else "CPU") in r["step_device"]
+    assert results[1]["optimizer"] == "LossScaleOptimizer"  # fp16: Keras scales the loss
+    text = table(results + [{"precision": "fp16", "xla": True, "error": "XlaRuntimeError: no kernel"}])
+    assert len(text.splitlines()) == 4 and "failed: XlaRuntimeError" in text
