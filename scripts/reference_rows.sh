@@ -6,9 +6,8 @@
 #   .venv/bin/python scripts/compare_rows.py /tmp/rows-before /tmp/rows-after
 set -euo pipefail
 OUT=$(realpath -m "$1")
-PY=${PYTHON:-$(dirname "$0")/../.venv/bin/python}
-PY=$(realpath "$PY")
 cd "$(dirname "$0")/.."
+PY=${PYTHON:-$PWD/.venv/bin/python}  # not resolved through its symlink: that would leave the virtualenv
 C="--max_train_samples=2000 --max_test_samples=500 --threads=1 --verbose=0 --cache_dir=$OUT/cache --eval_every=2"
 $PY -m experiments.run $C --output_dir="$OUT/dcgmm" --epochs=4 --pretrain_epochs=2 --restart_every=2 \
   --num_constraints=1000 --runs=2

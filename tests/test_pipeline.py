@@ -109,3 +109,23 @@ def test_training_pipelines_run_without_tf_data_autotuning(setup, monkeypatch):
                   decoder=MLPDecoder(4, (8,), name="decoder"))
     pretraining.pretrain_autoencoder(model, x, epochs=1)
     assert seen == [False]
+
+
+@pytest.mark.parametrize("layout, pairs, closure", [("separate", 300, False), ("spread", 150, True),
+                                                    ("separate", 0, False), ("none", 50, False)])
+def test_in_graph_pipeline_gives_the_batches_and_blocks_of_the_python_one(layout, pairs, closure):
+    """The tf.data graph (Python once per epoch) yields, bit for bit, what epoch_elements computes in numpy."""
+    from dcgmm_tf.data.pipeline import epoch_elements
+
+    rng = np.random.default_rng(0)
+    x, y = rng.random((700, 6), dtype=np.float32), rng.integers(0, 5, 700)
+    constraints = (ConstraintSet.from_labels(y, pairs, seed=1, transitive_closure=closure) if pairs else
+                   ConstraintSet.empty(700))
+    dataset = constrained_dataset(x, constraints, batch_size=64, seed=3, layout=layout, initial_epoch=2)
+    for epoch in (2, 3):
+        expected = list(epoch_elements(x, constraints, 64, np.random.default_rng([3, epoch]), layout))
+        got = list(dataset)
+        assert len(got) == len(expected) == int(dataset.cardinality())
+        for (x_got, w_got), (x_expected, w_expected) in zip(got, expected):
+            np.testing.assert_array_equal(x_got.numpy(), x_expected)
+            np.testing.assert_array_equal(w_got.numpy(), w_expected)

@@ -105,6 +105,32 @@ def prefetch_without_autotune(dataset: tf.data.Dataset) -> tf.data.Dataset:
     return dataset.prefetch(PREFETCH_BATCHES).with_options(options)
 
 
+def submatrix_fn(constraints: ConstraintSet):
+    """A tf function of batch indices ``idx`` (int64, may repeat) giving ``W[idx][:, idx]``, exactly what
+    :meth:`ConstraintSet.submatrix` gives, with TensorFlow ops on the CSR arrays of W (no Python per batch)."""
+    adjacency = constraints.adjacency
+    indptr = tf.constant(adjacency.indptr.astype(np.int64))
+    neighbours = tf.constant(adjacency.indices.astype(np.int64))
+    weights = tf.constant(adjacency.data.astype(np.float32))
+
+    def submatrix(idx: tf.Tensor) -> tf.Tensor:
+        batch = tf.shape(idx, out_type=tf.int64)[0]
+        starts = tf.gather(indptr, idx)
+        counts = tf.gather(indptr, idx + 1) - starts
+        entries = tf.ragged.range(starts, starts + counts).flat_values  # the batch rows' entries of W
+        rows = tf.repeat(tf.range(batch), counts)
+        cols, values = tf.gather(neighbours, entries), tf.gather(weights, entries)
+        order = tf.argsort(idx, stable=True)  # each neighbour -> every batch position holding it
+        sorted_idx = tf.gather(idx, order)
+        first = tf.searchsorted(sorted_idx, cols, side="left", out_type=tf.int64)
+        hits = tf.searchsorted(sorted_idx, cols, side="right", out_type=tf.int64) - first
+        positions = tf.gather(order, tf.ragged.range(first, first + hits).flat_values)
+        pairs = tf.stack([tf.repeat(rows, hits), tf.cast(positions, tf.int64)], axis=1)
+        return tf.scatter_nd(pairs, tf.repeat(values, hits), tf.stack([batch, batch]))
+
+    return submatrix
+
+
 def constrained_dataset(x: np.ndarray, constraints: ConstraintSet | None = None, batch_size: int = 256,
                         seed: int = 0, layout: str = "separate", initial_epoch: int = 0) -> tf.data.Dataset:
     """A dataset of ``(x_batch, W_batch)`` for ``DCGMM.fit``; each iteration is one epoch.
@@ -112,7 +138,8 @@ def constrained_dataset(x: np.ndarray, constraints: ConstraintSet | None = None,
     ``W_batch`` is the B x B submatrix of the constraint matrix for the batch's samples (see
     :func:`epoch_batches` for ``layout``). Every new iteration (epoch) draws a new order from
     ``(seed, epoch number)``, so runs are reproducible; epochs are numbered from ``initial_epoch`` (pass
-    ``fit``'s ``initial_epoch`` when resuming a run).
+    ``fit``'s ``initial_epoch`` when resuming a run). Python runs once per epoch (the epoch's index batches);
+    each batch's samples and W block are gathered by TensorFlow ops in the input graph (``submatrix_fn``).
     """
     x = validation.check_data(x)
     if constraints is None:
@@ -124,11 +151,16 @@ def constrained_dataset(x: np.ndarray, constraints: ConstraintSet | None = None,
     steps = len(epoch_batches(len(x), constraints, batch_size, np.random.default_rng(seed), layout))
     epoch = [initial_epoch]
 
-    def generate():
+    def epoch_indices():
         rng = np.random.default_rng([seed, epoch[0]])
         epoch[0] += 1
-        yield from epoch_elements(x, constraints, batch_size, rng, layout)
+        batches = epoch_batches(len(x), constraints, batch_size, rng, layout)
+        yield np.concatenate(batches).astype(np.int64), np.array([len(b) for b in batches], np.int64)
 
-    signature = (tf.TensorSpec((None, *x.shape[1:]), tf.float32), tf.TensorSpec((None, None), tf.float32))
-    dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
+    samples, submatrix = tf.constant(x), submatrix_fn(constraints)
+    signature = (tf.TensorSpec((None,), tf.int64), tf.TensorSpec((None,), tf.int64))
+    dataset = tf.data.Dataset.from_generator(epoch_indices, output_signature=signature).flat_map(
+        lambda values, lengths: tf.data.Dataset.from_tensor_slices(tf.RaggedTensor.from_row_lengths(values, lengths)))
+    dataset = dataset.map(lambda idx: (tf.gather(samples, idx), submatrix(idx)), num_parallel_calls=2,
+                          deterministic=True)
     return prefetch_without_autotune(dataset.apply(tf.data.experimental.assert_cardinality(steps)))
