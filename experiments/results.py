@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pandas is imported where needed: writers stay light
 
 METRICS = ("acc", "nmi", "ari", "constraint_satisfaction", "train_seconds")
 NUMERIC = (*METRICS, "seed")  # columns whose values must parse as numbers (NaN included)
+TEXT = ("config",)  # hex keys that may look like numbers ("012345678901"): kept as written
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -136,7 +137,7 @@ def read_rows(path: str | os.PathLike) -> pd.DataFrame:
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows([header, *rows])
     buffer.seek(0)
-    return pd.read_csv(buffer)
+    return pd.read_csv(buffer, dtype={c: str for c in TEXT if c in header})
 
 
 def summarise(rows: pd.DataFrame, keys: tuple[str, ...] = ("dataset", "method", "num_constraints", "q", "alpha",

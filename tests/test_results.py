@@ -136,3 +136,11 @@ def test_summarise_groups_by_config():
     assert summary["runs"].tolist() == [2, 1]
     assert summary["acc_mean"].tolist() == pytest.approx([0.6, 0.9])
     assert results.summarise(rows.drop(columns="config"))["runs"].tolist() == [3]
+
+
+def test_config_keys_that_look_like_numbers_stay_text(tmp_path):
+    path = tmp_path / "r.csv"
+    results.append_row(path, {"method": "dcgmm", "seed": 0, "acc": 0.5, "config": "012345678901"})
+    rows = results.read_rows(path)
+    assert rows["config"].tolist() == ["012345678901"]
+    assert results.summarise(rows)["config"].tolist() == ["012345678901"]
