@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
-from absl import app, flags, logging
+from absl import app, flags
 
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.validation import exit_on_user_error

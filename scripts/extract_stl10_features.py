@@ -16,7 +16,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 from absl import app, flags, logging
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -11,15 +11,13 @@ import keras
 import numpy as np
 import pandas as pd
 import pytest
-from absl import flags
 
 from dcgmm_tf import DCGMM, ConstraintSet, MLPDecoder, MLPEncoder
 from dcgmm_tf.callbacks import NonFiniteLossGuard, TrainingBackup, trim_history
-from dcgmm_tf.data import constrained_dataset, load_dataset
+from dcgmm_tf.data import constrained_dataset
 from tests.helpers import toy_data
 
 REPO = Path(__file__).resolve().parents[1]
-FLAGS = flags.FLAGS
 
 
 def small_model(num_clusters=2, seed=0, hidden=(64, 32)):
