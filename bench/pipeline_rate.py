@@ -10,7 +10,6 @@ are random in [0, 1] with constraints drawn from random labels; the cost does no
 
 from __future__ import annotations
 
-import json
 import time
 
 from absl import app, flags
@@ -27,10 +26,9 @@ flags.DEFINE_string("output", None, "Append the result as one JSON line to this 
 
 def main(argv):
     del argv
-    import os
-
     import numpy as np
 
+    from bench.common import machine, report
     from dcgmm_tf import ConstraintSet
     from dcgmm_tf.data import constrained_dataset
 
@@ -45,13 +43,9 @@ def main(argv):
         for _ in dataset:
             batches += 1
     seconds = time.perf_counter() - start
-    result = {"num_samples": FLAGS.num_samples, "num_pairs": FLAGS.num_pairs, "batch": FLAGS.batch,
-              "layout": FLAGS.layout, "batches": batches, "batches_per_s": batches / seconds,
-              "ms_per_batch": 1000 * seconds / batches, "cores": os.cpu_count(), "load_1min": os.getloadavg()[0]}
-    print(json.dumps(result))
-    if FLAGS.output:
-        with open(FLAGS.output, "a") as f:
-            f.write(json.dumps(result) + "\n")
+    report({"machine": machine(), "num_samples": FLAGS.num_samples, "num_pairs": FLAGS.num_pairs,
+            "batch": FLAGS.batch, "layout": FLAGS.layout, "batches": batches, "batches_per_s": batches / seconds,
+            "ms_per_batch": 1000 * seconds / batches}, FLAGS.output)
 
 
 if __name__ == "__main__":

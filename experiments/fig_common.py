@@ -37,9 +37,14 @@ def set_figure_defaults(figure: str) -> None:
 
 
 def figure_configs(figure: str, flag_values: flags.FlagValues) -> tuple[RunConfig, RuntimeConfig, Path, int]:
-    """A figure runner's settings from its parsed flags: the run config, the runtime config whose output_dir is the
-    work dir (--work_dir, or results/<figure>), the figure's output folder (--output_dir) and --runs."""
+    """A figure runner's settings from its parsed flags, with the process settings applied (threads, determinism,
+    precision: ``dcgmm_tf.runtime.configure``; call once, from ``main``): the run config, the runtime config whose
+    output_dir is the work dir (--work_dir, or results/<figure>), the figure's output folder (--output_dir) and
+    --runs."""
+    from dcgmm_tf.runtime import configure
+
     config, runtime = run.configs(flag_values)
+    configure(config, runtime)
     work_dir = Path(flag_values.work_dir) if flag_values.work_dir else REPO / "results" / figure
     return (config, dataclasses.replace(runtime, output_dir=str(work_dir)), Path(runtime.output_dir),
             flag_values.runs)
@@ -120,20 +125,24 @@ def image_grid(images: np.ndarray) -> np.ndarray:
 
 def trained_model(config: RunConfig, data: Dataset, runtime: RuntimeConfig):
     """The model that `sweep` trained (and saved) for ``config``, loaded for inference."""
+    return load_model(run_dir_of(config, data.name, runtime) / "model.keras",
+                      "delete the figure's results.csv (or that run's row) to train it again, or pass the --work_dir "
+                      "of the earlier run")
+
+
+def load_model(path: str | Path, remedy: str):
+    """A saved model for inference, checked against its checksum; ``FileNotFoundError`` or ``ValueError`` naming
+    the file, what is wrong and ``remedy`` when it is missing, damaged or unreadable."""
     import keras
 
     import dcgmm_tf  # noqa: F401  (registers the serializable classes)
-
     from dcgmm_tf.storage import read_checked
 
-    path = run_dir_of(config, data.name, runtime) / "model.keras"
-    if not path.is_file():
-        raise FileNotFoundError(f"no trained model at {path}; delete the figure's results.csv to retrain or pass "
-                                "the --work_dir of the earlier run")
-    model, problem = read_checked(path, lambda p: keras.saving.load_model(p, compile=False))  # inference only
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no trained model at {path}; {remedy}")
+    model, problem = read_checked(path, lambda p: keras.saving.load_model(p, compile=False))
     if problem is not None:
-        raise ValueError(f"the trained model {path} is damaged: {problem}; delete the figure's results.csv (or "
-                         "that run's row) to train it again")
+        raise ValueError(f"the trained model {path} is damaged: {problem}; {remedy}")
     return model
 
 

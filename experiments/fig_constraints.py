@@ -48,10 +48,7 @@ def constraints_figure(config: RunConfig, runtime: RuntimeConfig, output_dir: Pa
 
 def main(argv):
     del argv
-    from dcgmm_tf.runtime import configure
-
     config, runtime, output_dir, runs = fig_common.figure_configs(FIGURE, FLAGS)
-    configure(config, runtime)
     rows = constraints_figure(config, runtime, output_dir, runs, FLAGS.methods, [float(f) for f in FLAGS.fractions])
     print(rows.groupby(["method", "num_constraints"])[["acc", "nmi", "ari"]].mean().to_string(), file=sys.stdout)
 

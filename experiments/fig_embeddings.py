@@ -98,10 +98,7 @@ def embeddings_figure(config: RunConfig, runtime: RuntimeConfig, output_dir: Pat
 
 def main(argv):
     del argv
-    from dcgmm_tf.runtime import configure
-
     config, runtime, output_dir, runs = fig_common.figure_configs(FIGURE, FLAGS)
-    configure(config, runtime)
     scores = embeddings_figure(config, runtime, output_dir, runs, FLAGS.methods, FLAGS.constraint_fraction)
     print(scores[["method", "num_constraints", "acc", "nmi", "ari"]].to_string(index=False))
 

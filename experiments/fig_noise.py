@@ -63,10 +63,7 @@ def noise_figure(config: RunConfig, runtime: RuntimeConfig, output_dir: Path, ru
 
 def main(argv):
     del argv
-    from dcgmm_tf.runtime import configure
-
     config, runtime, output_dir, runs = fig_common.figure_configs(FIGURE, FLAGS)
-    configure(config, runtime)
     rows = noise_figure(config, runtime, output_dir, runs, FLAGS.methods, [float(q) for q in FLAGS.noise_levels],
                         FLAGS.constraint_fraction, [float(p) for p in FLAGS.cidec_noise_penalties])
     print(rows.groupby(["method", "q"])[["acc", "nmi", "ari", "alpha"]].mean().to_string(), file=sys.stdout)

@@ -81,20 +81,14 @@ def samples_figure(config: RunConfig, runtime: RuntimeConfig, output_dir: Path, 
                    model_path: str | None = None, samples_per_cluster: int = 8) -> pd.DataFrame:
     """Draws the cluster means and samples of the DC-GMM of ``model_path`` (or of one trained with ``config``) into
     ``<output_dir>/samples.png``; writes and returns the cluster table (matched label, size, purity)."""
-    import keras
-
-    import dcgmm_tf  # noqa: F401  (registers the serializable classes)
     from dcgmm_tf.data import load_dataset
-    from dcgmm_tf.storage import read_checked
 
     config = dataclasses.replace(config, method="dcgmm")
     data = load_dataset(config.dataset, runtime.data_dir, image_size=config.image_size)
     if data.image_shape is None:
         raise ValueError(f"{data.name} holds feature vectors, not images: there is nothing to draw")
     if model_path:
-        model, problem = read_checked(model_path, lambda p: keras.saving.load_model(p, compile=False))
-        if problem is not None:
-            raise ValueError(f"the model {model_path} cannot be used: {problem}")
+        model = fig_common.load_model(model_path, "pass a model.keras that run.py saved")
         source = f"model {model_path}"
     else:
         fig_common.sweep([config], data, runtime, output_dir / "results.csv", runs)
@@ -115,10 +109,7 @@ def samples_figure(config: RunConfig, runtime: RuntimeConfig, output_dir: Path, 
 
 def main(argv):
     del argv
-    from dcgmm_tf.runtime import configure
-
     config, runtime, output_dir, runs = fig_common.figure_configs(FIGURE, FLAGS)
-    configure(config, runtime)
     table = samples_figure(config, runtime, output_dir, runs, FLAGS.model_path, FLAGS.samples_per_cluster)
     print(table.to_string(index=False))
 

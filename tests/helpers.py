@@ -1,6 +1,9 @@
 """Reference computations and toy data shared by the tests."""
 
+import keras
 import numpy as np
+
+from dcgmm_tf import DCGMM, MLPDecoder, MLPEncoder
 
 
 def dense_matrix(constraints) -> np.ndarray:
@@ -20,3 +23,16 @@ def toy_data(n=256, seed=0):
     x[:, :16] = 0.5 + rng.normal(0, 0.15, (n, 16))
     x[:, 16:] = 0.05 + 0.9 * y[:, None] + rng.normal(0, 0.03, (n, 4))
     return np.clip(x, 0, 1), y
+
+
+def small_model(num_clusters=2, seed=0, hidden=(64, 32)):
+    """A DC-GMM for the 20 features of :func:`toy_data` with a small MLP, its initial weights fixed by ``seed``."""
+    keras.utils.set_random_seed(seed)
+    return DCGMM((20,), num_clusters=num_clusters, seed=seed,
+                 encoder=MLPEncoder(2, hidden_units=hidden, name="encoder"),
+                 decoder=MLPDecoder(20, hidden_units=hidden[::-1], name="decoder"))
+
+
+def weights_equal(a, b):
+    """Whether two lists of weight arrays are equal, bit for bit."""
+    return len(a) == len(b) and all(np.array_equal(u, v) for u, v in zip(a, b))

@@ -11,13 +11,13 @@ import keras
 import numpy as np
 import pytest
 
-from dcgmm_tf import DCGMM, MLPDecoder, MLPEncoder, pretrain
+from dcgmm_tf import pretrain
 from dcgmm_tf.baselines import StackedAutoencoder, pretrain_layerwise
 from dcgmm_tf.callbacks import TrainingBackup, trim_history
 from dcgmm_tf.pretraining import save_cached_weights
 from dcgmm_tf.storage import damage, read_checked, write_atomically
 from experiments import results
-from tests.helpers import toy_data
+from tests.helpers import small_model, toy_data, weights_equal
 
 REPO = Path(__file__).resolve().parents[1]
 KINDS = ("truncated", "empty", "garbage")
@@ -28,16 +28,6 @@ def spoil(path: Path, kind: str) -> None:
     raw = path.read_bytes()
     path.write_bytes({"truncated": raw[:len(raw) // 2], "empty": b"",
                       "garbage": np.random.default_rng(0).bytes(len(raw))}[kind])
-
-
-def small_model(hidden=(32,), seed=0):
-    keras.utils.set_random_seed(seed)
-    return DCGMM((20,), num_clusters=2, seed=seed, encoder=MLPEncoder(2, hidden, name="encoder"),
-                 decoder=MLPDecoder(20, hidden[::-1], name="decoder"))
-
-
-def weights_equal(a, b):
-    return all(np.array_equal(u, v) for u, v in zip(a.get_weights(), b.get_weights()))
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -55,7 +45,7 @@ def test_checksum_detects_each_kind_of_damage(tmp_path, kind):
 def test_damaged_pretraining_cache_is_rebuilt(tmp_path, kind, caplog):
     x, _ = toy_data(64)
     cache = tmp_path / "pretrain.weights.h5"
-    reference = small_model()
+    reference = small_model(hidden=(32,))
     assert not pretrain(reference, x, epochs=1, batch_size=32, cache_path=cache, verbose=0)
     if kind.startswith("other model"):  # a valid weights file of another architecture under the expected name
         other = small_model(hidden=(8,))
@@ -67,12 +57,13 @@ def test_damaged_pretraining_cache_is_rebuilt(tmp_path, kind, caplog):
     else:
         spoil(cache, kind)
     caplog.set_level(logging.WARNING)
-    model = small_model()
+    model = small_model(hidden=(32,))
     assert not pretrain(model, x, epochs=1, batch_size=32, cache_path=cache, verbose=0)  # pretrained again
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and r.name == "root"]
     assert len(warnings) == 1 and str(cache) in warnings[0] and "is damaged" in warnings[0], warnings
-    assert weights_equal(model, reference)
-    assert damage(cache) is None and pretrain(small_model(seed=5), x, epochs=1, cache_path=cache, verbose=0)
+    assert weights_equal(model.get_weights(), reference.get_weights())
+    assert damage(cache) is None
+    assert pretrain(small_model(seed=5, hidden=(32,)), x, epochs=1, cache_path=cache, verbose=0)  # a cache hit
 
 
 def test_damaged_autoencoder_cache_of_the_baselines_is_rebuilt(tmp_path, caplog):
@@ -91,11 +82,10 @@ def test_processes_sharing_a_cache_pretrain_once(tmp_path):
     script = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(REPO)!r})
-        from tests.test_damaged_files import small_model
-        from tests.helpers import toy_data
+        from tests.helpers import small_model, toy_data, weights_equal
         from dcgmm_tf import pretrain
         x, _ = toy_data(512)
-        cached = pretrain(small_model(), x, epochs=3, batch_size=32, cache_path=sys.argv[1], verbose=0)
+        cached = pretrain(small_model(hidden=(32,)), x, epochs=3, batch_size=32, cache_path=sys.argv[1], verbose=0)
         print("loaded" if cached else "pretrained")
     """)
     cache = tmp_path / "shared" / "pretrain.weights.h5"
@@ -109,7 +99,7 @@ def test_processes_sharing_a_cache_pretrain_once(tmp_path):
 
 @pytest.mark.parametrize("kind", [*KINDS, "other model"])
 def test_damaged_backup_is_skipped_and_the_run_starts_over(tmp_path, kind, caplog):
-    model = small_model()
+    model = small_model(hidden=(32,))
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
     backup = TrainingBackup(tmp_path)
     backup.set_model(model)
@@ -127,7 +117,7 @@ def test_damaged_backup_is_skipped_and_the_run_starts_over(tmp_path, kind, caplo
 
 
 def test_older_backup_is_used_when_the_newest_is_damaged(tmp_path):
-    model = small_model()
+    model = small_model(hidden=(32,))
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
     backup = TrainingBackup(tmp_path)
     backup.set_model(model)
@@ -196,7 +186,7 @@ def test_damaged_saved_model_is_refused_with_what_to_do(tmp_path, kind):
     data = Dataset(x, y, x, y, name="toy", likelihood="bernoulli")
     config, runtime = RunConfig(), RuntimeConfig(output_dir=str(tmp_path))
     path = tmp_path / "runs" / "dcgmm-toy-seed0" / "model.keras"
-    write_atomically(path, small_model().save, checksum=True)
+    write_atomically(path, small_model(hidden=(32,)).save, checksum=True)
     assert fig_common.trained_model(config, data, runtime).num_clusters == 2
     if kind == "other model":  # a whole .keras file of another model under the name, its checksum not
         small_model(hidden=(8,)).save(path)

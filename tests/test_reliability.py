@@ -12,23 +12,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dcgmm_tf import DCGMM, ConstraintSet, MLPDecoder, MLPEncoder
+from dcgmm_tf import ConstraintSet
 from dcgmm_tf.callbacks import NonFiniteLossGuard, TrainingBackup, trim_history
 from dcgmm_tf.data import constrained_dataset
-from tests.helpers import toy_data
+from tests.helpers import small_model, toy_data, weights_equal
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def small_model(num_clusters=2, seed=0, hidden=(64, 32)):
-    keras.utils.set_random_seed(seed)
-    return DCGMM((20,), num_clusters=num_clusters, seed=seed,
-                 encoder=MLPEncoder(2, hidden_units=hidden, name="encoder"),
-                 decoder=MLPDecoder(20, hidden_units=hidden[::-1], name="decoder"))
-
-
-def weights_equal(a, b):
-    return len(a) == len(b) and all(np.array_equal(u, v) for u, v in zip(a, b))
 
 
 class Recorder(keras.callbacks.Callback):
