@@ -47,7 +47,7 @@ def check_field(name: str, value: Any, metadata: dict) -> None:
         raise ValueError(f"{name} must be {rule[1]}, got {value!r}.")
 
 
-def _check_fields(config: Any) -> None:
+def check_fields(config: Any) -> None:
     """Casts the numeric fields to their default's type (so 300 and 300.0 give one key) and checks each field."""
     for field in dataclasses.fields(config):
         value = getattr(config, field.name)
@@ -72,7 +72,8 @@ class RunConfig:
                         lower=0)
     num_constraints: int = setting(6000, "Number of random pairwise constraints drawn from the labels.", lower=0)
     alpha: float | None = setting(None, "Constraint confidence |W_ij|; default 1e4, or 1000*log((1-q)/q) when "
-                                  "q > 0.", rule=(lambda v: v is None or 0 < v < math.inf,
+                                  "q > 0; with constraints_file, replaces every |W_ij| of the file (unset: the "
+                                  "file's weights).", rule=(lambda v: v is None or 0 < v < math.inf,
                                                   "a finite number > 0 (or unset for the default)"), kind=float)
     q: float = setting(0.0, "Constraint noise: probability of flipping each link, in [0, 0.5).",
                        rule=(lambda v: 0 <= v < 0.5, "in [0, 0.5): the probability that a constraint is wrong"))
@@ -143,7 +144,7 @@ class RunConfig:
     cidec_cl_penalty: float = setting(1.0, "cidec: weight of the cannot-link loss.", lower=0)
 
     def __post_init__(self):
-        _check_fields(self)
+        check_fields(self)
         defaults = RunConfig.__dataclass_fields__
         if self.method not in MIXTURE_METHODS:  # the baselines have no mixture to start
             for name in ("cluster_init", "restart_every", "init_components"):
@@ -191,6 +192,6 @@ class RuntimeConfig:
     cache: bool = setting(True, "Reuse and keep pretrained weights in cache_dir (off: pretrain every time).")
 
     def __post_init__(self):
-        _check_fields(self)
+        check_fields(self)
         if self.jit_compile and self.deterministic:
             raise ValueError("jit_compile needs deterministic off: XLA has no deterministic mode.")

@@ -73,11 +73,15 @@ def model_inputs(data: Dataset, config: RunConfig) -> Inputs:
 
 
 def make_constraints(config: RunConfig, y_train: np.ndarray) -> ConstraintSet:
-    """The run's constraints: none for VaDE, ``config.constraints_file``, or drawn from the training labels."""
+    """The run's constraints: none for VaDE, ``config.constraints_file`` (every |W| set to ``config.alpha`` when
+    that is given, so a file of +1/-1 answers works), or drawn from the training labels."""
     if config.method == "vade":
         return ConstraintSet.empty(len(y_train))
     if config.constraints_file:
-        return ConstraintSet.from_csv(config.constraints_file, len(y_train))
+        read = ConstraintSet.from_csv(config.constraints_file, len(y_train))
+        if config.alpha is None:
+            return read
+        return ConstraintSet(read.i, read.j, np.sign(read.weight) * config.alpha, read.num_samples)
     return ConstraintSet.from_labels(y_train, config.num_constraints, alpha=config.alpha, q=config.q,
                                      link_type=config.link_type, seed=config.seed,
                                      transitive_closure=config.transitive_closure)
@@ -106,8 +110,8 @@ def make_model(config: RunConfig, data: Dataset, num_clusters: int, seed: int) -
                  kl_estimator=config.kl_estimator, seed=seed, **networks)
 
 
-def _pretrained(config: RunConfig, data: Dataset, x_train: np.ndarray, y_train: np.ndarray,
-                constraints: ConstraintSet, num_clusters: int, runtime: RuntimeConfig) -> DCGMM:
+def pretrained_model(config: RunConfig, data: Dataset, x_train: np.ndarray, y_train: np.ndarray,
+                     constraints: ConstraintSet, num_clusters: int, runtime: RuntimeConfig) -> DCGMM:
     """The model after (cached) pretraining and the initial mixture of ``config.cluster_init``."""
     seed = config.seed
     pretrain_seed = seed if config.pretrain_seed < 0 else config.pretrain_seed
@@ -140,17 +144,35 @@ def train_dcgmm(config: RunConfig, data: Dataset, constraints: ConstraintSet, nu
                 run_dir: Path | None, runtime: RuntimeConfig) -> TrainedModel:
     """DC-GMM (VaDE without constraints): pretraining, the initial mixture, then ``config.epochs`` of C-ELBO."""
     x_train, y_train, x_test, y_test = model_inputs(data, config)
-    model = _pretrained(config, data, x_train, y_train, constraints, num_clusters, runtime)
+    model = pretrained_model(config, data, x_train, y_train, constraints, num_clusters, runtime)
     start_acc = float("nan")  # without a test split (e.g. the estimator), nothing is scored
     if len(x_test):
         start_acc = metrics.cluster_accuracy(y_test, predict_clusters(model, x_test, runtime.eval_batch_size))
         logging.info("test ACC of the initial mixture: %.4f", start_acc)
-    strategy = distribution_strategy(runtime.strategy)
     if runtime.strategy != "default":  # pretrained on one device, trained on the strategy's replicas
-        with strategy.scope():
+        with distribution_strategy(runtime.strategy).scope():
             replicated = make_model(config, data, num_clusters, config.seed)
         replicated.set_weights(model.get_weights())
         model = replicated
+    history = fit_mixture(model, config, x_train, constraints, epochs=config.epochs, x_test=x_test, y_test=y_test,
+                          run_dir=run_dir, runtime=runtime)
+    if run_dir is not None:
+        write_atomically(run_dir / "model.keras", model.save, checksum=True)
+    return TrainedModel(model, history, start_acc)
+
+
+def fit_mixture(model: DCGMM, config: RunConfig, x_train: np.ndarray, constraints: ConstraintSet, *, epochs: int,
+                x_test: np.ndarray | None = None, y_test: np.ndarray | None = None, run_dir: Path | None = None,
+                runtime: RuntimeConfig = RuntimeConfig()) -> dict[str, list]:
+    """``epochs`` epochs of C-ELBO from ``model``'s current weights and mixture; returns the Keras history.
+
+    A fresh optimizer (Adam, the staircase learning-rate decay and clipping of ``config``), restarts of the mixture
+    every ``config.restarts`` epochs and after the last, the test metrics every ``runtime.eval_every`` epochs when
+    ``x_test`` is given, and the NaN guard. With a ``run_dir``: the history CSV, TensorBoard logs and a backup
+    every epoch, from which a killed run of the same configuration resumes. Raises ``FloatingPointError`` when the
+    loss became non-finite (the model then holds its last good weights).
+    """
+    strategy = distribution_strategy(runtime.strategy)
 
     def training_data(initial_epoch: int) -> tuple[Any, dict]:
         """The input of ``fit`` from ``initial_epoch`` on, and the extra arguments ``fit`` needs for it."""
@@ -175,7 +197,7 @@ def train_dcgmm(config: RunConfig, data: Dataset, constraints: ConstraintSet, nu
                                         config.init_components or None, config.seed))
     guard = NonFiniteLossGuard(run_dir / "last_good.weights.h5" if run_dir else None)
     callbacks.append(guard)
-    if len(x_test):
+    if x_test is not None and len(x_test):
         callbacks.append(ClusteringMetrics(x_test, y_test, every=runtime.eval_every,
                                            batch_size=runtime.eval_batch_size))
     initial_epoch = 0
@@ -188,12 +210,10 @@ def train_dcgmm(config: RunConfig, data: Dataset, constraints: ConstraintSet, nu
             train_data, fit_args = training_data(initial_epoch)
         callbacks += [keras.callbacks.CSVLogger(str(run_dir / "history.csv"), append=initial_epoch > 0),
                       keras.callbacks.TensorBoard(str(run_dir / "tensorboard")), backup]
-    history = model.fit(train_data, epochs=config.epochs, initial_epoch=initial_epoch, callbacks=callbacks,
+    history = model.fit(train_data, epochs=epochs, initial_epoch=initial_epoch, callbacks=callbacks,
                         verbose=runtime.verbose, shuffle=False, **fit_args)
     guard.raise_if_stopped()
-    if run_dir is not None:
-        write_atomically(run_dir / "model.keras", model.save, checksum=True)
-    return TrainedModel(model, history.history, start_acc)
+    return history.history
 
 
 Trainer = Callable[..., TrainedModel]

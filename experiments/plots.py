@@ -98,3 +98,24 @@ def plot_table(table: pd.DataFrame, path: Path, title: str, names: dict[str, str
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def plot_curves(curves: pd.DataFrame, path: Path, title: str, metric: str = "acc") -> None:
+    """``metric`` against the number of pairs, one line per strategy: the mean over seeds, a band of one standard
+    deviation, the seeds' count in the legend."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    for strategy, rows in curves.groupby("strategy", sort=True):
+        by_pairs = rows.groupby("num_pairs")[metric]
+        mean, std = by_pairs.mean(), by_pairs.std().fillna(0.0)
+        seeds = rows["seed"].nunique()
+        ax.plot(mean.index, mean.values, marker="o", markersize=3, label=f"{strategy} ({seeds} seeds)")
+        ax.fill_between(mean.index, mean - std, mean + std, alpha=0.2)
+    ax.set_xlabel("pairs answered")
+    ax.set_ylabel(f"test {metric.upper()}")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,202 @@
+"""Active constraint selection: which pairs a person should label next.
+
+Every strategy is a pure function of the embeddings mu(x) [N, D], the cluster posteriors p(k | x) [N, K], the
+constraints already known and a seed, and returns ``num_pairs`` new pairs ``[n, 2]`` (``i < j``, none already
+known, none twice). None of them looks at the N^2 pairs: candidates come from nearest neighbours in the embedding.
+
+- ``random``: pairs drawn uniformly among the unknown ones (the paper's constraints; the control).
+- ``uncertain``: the pairs about which the model is least sure that they share a cluster, s_ij = sum_k p(k|x_i)
+  p(k|x_j) nearest 1/2, among candidates near cluster borders: each anchor with its nearest neighbours and with
+  its nearest sample in its second most likely cluster. At most one pair per sample, and no pair of clusters
+  takes more than its share, so one border does not use up the budget.
+- ``explore``: the clusters with the fewest constrained samples per sample get the pairs; inside a cluster,
+  samples far from its constrained ones (k-means++ sampling by squared distance) are paired with their nearest
+  constrained sample, so the answers tell whether each part of the cluster belongs with the parts already known.
+
+:func:`suggest_pairs` computes the embeddings and posteriors of a trained model and calls :func:`select_pairs`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.neighbors import NearestNeighbors
+
+from dcgmm_tf.constraints import ConstraintSet
+
+STRATEGIES = ("random", "uncertain", "explore")
+NUM_NEIGHBOURS = 10
+MAX_ANCHORS = 10_000  # anchors of the nearest-neighbour candidates: the cost does not grow with N beyond this
+MAX_EXPLORE_CANDIDATES = 3_000  # samples per cluster among which `explore` chooses
+
+
+class _Picked:
+    """The pairs chosen so far, as keys ``i * N + j`` (``i < j``), with the known ones to avoid."""
+
+    def __init__(self, constraints: ConstraintSet):
+        self.n = constraints.num_samples
+        self.known = set((constraints.i * self.n + constraints.j).tolist())
+        self.pairs: list[tuple[int, int]] = []
+
+    def add(self, i: int, j: int) -> bool:
+        """Takes the pair (i, j) unless it links a sample to itself, is known or was taken; says whether it did."""
+        i, j = (int(i), int(j)) if i < j else (int(j), int(i))
+        key = i * self.n + j
+        if i == j or key in self.known:
+            return False
+        self.known.add(key)
+        self.pairs.append((i, j))
+        return True
+
+    def result(self) -> np.ndarray:
+        return np.asarray(self.pairs, np.int64).reshape(-1, 2)
+
+
+def _check(embeddings: np.ndarray, posteriors: np.ndarray, constraints: ConstraintSet, num_pairs: int,
+           strategy: str) -> None:
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+    n = len(embeddings)
+    if embeddings.ndim != 2 or posteriors.ndim != 2 or len(posteriors) != n:
+        raise ValueError(f"embeddings [N, D] and posteriors [N, K] must have the same N, got shapes "
+                         f"{embeddings.shape} and {posteriors.shape}")
+    if not (np.all(np.isfinite(embeddings)) and np.all(np.isfinite(posteriors))):
+        raise ValueError("embeddings and posteriors must be finite")
+    if constraints.num_samples != n:
+        raise ValueError(f"the constraints index {constraints.num_samples} samples, the embeddings {n}")
+    unknown = n * (n - 1) // 2 - len(constraints)
+    if not 1 <= num_pairs <= unknown:
+        raise ValueError(f"num_pairs must be in [1, {unknown}] (the pairs not yet known), got {num_pairs}")
+
+
+def random_pairs(num_samples: int, picked: _Picked, num_pairs: int, rng: np.random.Generator) -> None:
+    """Adds uniformly drawn unknown pairs to ``picked`` until it holds ``num_pairs``."""
+    while len(picked.pairs) < num_pairs:
+        need = num_pairs - len(picked.pairs)
+        for i, j in rng.integers(0, num_samples, size=(2 * need + 8, 2)):
+            if len(picked.pairs) == num_pairs:
+                break
+            picked.add(i, j)
+
+
+def _neighbour_candidates(z: np.ndarray, p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Candidate pairs [m, 2]: anchors with their nearest neighbours, and with their nearest sample of their
+    second most likely cluster."""
+    n = len(z)
+    anchors = np.sort(rng.choice(n, min(n, MAX_ANCHORS), replace=False))
+    k = min(NUM_NEIGHBOURS + 1, n)
+    _, neighbours = NearestNeighbors(n_neighbors=k).fit(z).kneighbors(z[anchors])
+    pairs = [np.stack([np.repeat(anchors, k), neighbours.ravel()], axis=1)]
+    order = np.argsort(-p[anchors], axis=1)
+    clusters = p.argmax(axis=1)
+    if p.shape[1] > 1:
+        second = order[:, 1]
+        for cluster in np.unique(second):
+            members = np.flatnonzero(clusters == cluster)
+            asking = anchors[second == cluster]
+            if len(members) == 0:
+                continue
+            _, nearest = NearestNeighbors(n_neighbors=1).fit(z[members]).kneighbors(z[asking])
+            pairs.append(np.stack([asking, members[nearest[:, 0]]], axis=1))
+    return np.concatenate(pairs)
+
+
+def uncertain_pairs(z: np.ndarray, p: np.ndarray, picked: _Picked, num_pairs: int,
+                    rng: np.random.Generator) -> None:
+    """Adds to ``picked`` the candidate pairs with s_ij nearest 1/2 (see the module docstring)."""
+    candidates = _neighbour_candidates(z, p, rng)
+    same = np.einsum("nk,nk->n", p[candidates[:, 0]], p[candidates[:, 1]])  # s_ij
+    doubt = same * (1.0 - same)  # largest at s_ij = 1/2
+    order = np.lexsort((rng.random(len(candidates)), -doubt))
+    clusters = p.argmax(axis=1)
+    k = p.shape[1]
+    cap = max(1, -(-num_pairs * 2 // (k * (k + 1) // 2)))  # twice an even share of the pairs of clusters
+    used_samples = np.zeros(len(z), bool)
+    per_cluster_pair: dict[tuple[int, int], int] = {}
+    for i, j in candidates[order]:
+        if len(picked.pairs) == num_pairs:
+            return
+        if used_samples[i] or used_samples[j]:
+            continue
+        clusters_ij = tuple(sorted((int(clusters[i]), int(clusters[j]))))
+        if per_cluster_pair.get(clusters_ij, 0) >= cap:
+            continue
+        if picked.add(i, j):
+            used_samples[[i, j]] = True
+            per_cluster_pair[clusters_ij] = per_cluster_pair.get(clusters_ij, 0) + 1
+
+
+def explore_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, picked: _Picked, num_pairs: int,
+                  rng: np.random.Generator) -> None:
+    """Adds to ``picked`` pairs in the clusters with the fewest constrained samples (see the module docstring)."""
+    clusters = p.argmax(axis=1)
+    k = p.shape[1]
+    constrained = np.zeros(len(z), bool)
+    constrained[constraints.i] = constrained[constraints.j] = True
+    sizes = np.bincount(clusters, minlength=k)
+    covered = np.bincount(clusters[constrained], minlength=k).astype(float)
+    quota = np.zeros(k, int)
+    for _ in range(num_pairs - len(picked.pairs)):  # water-filling: the least covered cluster gets the next pair
+        coverage = np.where(sizes > 1, (covered + quota) / np.maximum(sizes, 1), np.inf)
+        quota[int(np.argmin(coverage))] += 1
+    for cluster in np.flatnonzero(quota):
+        members = np.flatnonzero(clusters == cluster)
+        known = members[constrained[members]]
+        if len(known) == 0:  # no constrained sample yet: start from the sample nearest to the cluster's mean
+            known = members[[np.argmin(((z[members] - z[members].mean(0)) ** 2).sum(1))]]
+        if len(members) > MAX_EXPLORE_CANDIDATES:
+            members = np.sort(rng.choice(members, MAX_EXPLORE_CANDIDATES, replace=False))
+        centres = list(known[:MAX_EXPLORE_CANDIDATES])
+        nearest = NearestNeighbors(n_neighbors=1).fit(z[centres]).kneighbors(z[members])
+        distance, partner = nearest[0][:, 0] ** 2, np.asarray(centres)[nearest[1][:, 0]]
+        taken = 0
+        while taken < quota[cluster] and distance.sum() > 0:
+            pick = rng.choice(len(members), p=distance / distance.sum())  # k-means++ sampling
+            if picked.add(members[pick], partner[pick]):
+                taken += 1
+            closer = ((z[members] - z[members[pick]]) ** 2).sum(1)  # the picked sample becomes a centre
+            partner = np.where(closer < distance, members[pick], partner)
+            distance = np.minimum(distance, closer)
+
+
+def select_pairs(embeddings: np.ndarray, posteriors: np.ndarray, constraints: ConstraintSet, num_pairs: int,
+                 strategy: str = "uncertain", seed: int = 0) -> np.ndarray:
+    """The ``num_pairs`` pairs [n, 2] (``i < j``, in the order chosen) that ``strategy`` asks about next.
+
+    Args:
+      embeddings: mu(x) of every sample, [N, D].
+      posteriors: p(k | x) of every sample, [N, K].
+      constraints: The pairs already known (never suggested again).
+      num_pairs: How many pairs to suggest, at most the number of unknown pairs.
+      strategy: One of :data:`STRATEGIES`.
+      seed: Seed of the random choices; the same inputs and seed give the same pairs.
+
+    When a strategy finds fewer new candidates than asked (tiny data sets), random unknown pairs fill the rest.
+    """
+    z, p = np.asarray(embeddings, np.float64), np.asarray(posteriors, np.float64)
+    _check(z, p, constraints, num_pairs, strategy)
+    rng = np.random.default_rng(seed)
+    picked = _Picked(constraints)
+    if strategy == "uncertain":
+        uncertain_pairs(z, p, picked, num_pairs, rng)
+    elif strategy == "explore":
+        explore_pairs(z, p, constraints, picked, num_pairs, rng)
+    random_pairs(len(z), picked, num_pairs, rng)
+    return picked.result()
+
+
+def suggest_pairs(model, x: np.ndarray, constraints: ConstraintSet, num_pairs: int, strategy: str = "uncertain",
+                  seed: int = 0, batch_size: int = 1024) -> np.ndarray:
+    """The next ``num_pairs`` pairs of rows of ``x`` to ask about, from a trained :class:`~dcgmm_tf.DCGMM`
+    (its embeddings and cluster posteriors; see :func:`select_pairs`). ``constraints`` index the rows of ``x``."""
+    posteriors = model.predict(x, batch_size=batch_size, verbose=0)
+    return select_pairs(model.embed(x, batch_size), posteriors, constraints, num_pairs, strategy, seed)
+
+
+def answered(constraints: ConstraintSet, pairs: np.ndarray, labels: np.ndarray, weight: float) -> ConstraintSet:
+    """``constraints`` with ``pairs`` added as answered by ``labels``: must-link (+weight) where the labels agree,
+    cannot-link (-weight) where they differ. Simulates the person in experiments."""
+    labels = np.asarray(labels)
+    pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
+    signs = np.where(labels[pairs[:, 0]] == labels[pairs[:, 1]], 1.0, -1.0)
+    return ConstraintSet(np.concatenate([constraints.i, pairs[:, 0]]), np.concatenate([constraints.j, pairs[:, 1]]),
+                         np.concatenate([constraints.weight, weight * signs]), constraints.num_samples)

@@ -1,0 +1,105 @@
+"""The active-learning loop, with the training labels standing in for the person who answers.
+
+Per seed: pretraining and the start of ``config`` with ``start_pairs`` random pairs, ``start_epochs`` of training;
+then, for every strategy from that same model, rounds of "suggest the pairs up to the next budget -> answer them
+from the labels -> ``round_epochs`` more epochs from the current weights (ending with a restart of the mixture)",
+each scored on the test split. Used by ``python -m experiments.active``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from typing import Any, Callable, Sequence
+
+import keras
+import numpy as np
+
+from dcgmm_tf import active, metrics
+from dcgmm_tf.config import RunConfig, RuntimeConfig, check_fields, setting
+from dcgmm_tf.constraints import ConstraintSet, default_alpha
+from dcgmm_tf.data import Dataset
+from dcgmm_tf.trainer_base import predict_clusters
+from dcgmm_tf.training import fit_mixture, model_inputs, pretrained_model, subsets
+
+
+@dataclasses.dataclass(frozen=True)
+class ActiveSchedule:
+    """How many pairs the person has answered when: ``start_pairs`` random pairs and ``start_epochs`` of training,
+    then one round per budget (the total number of pairs after it), each with ``round_epochs`` of training."""
+
+    start_pairs: int = setting(500, "Random pairs answered before the first round.", lower=1)
+    budgets: tuple[int, ...] = setting((1000, 2000, 3000, 4000, 6000), "Pairs answered after each round "
+                                       "(increasing, above start_pairs).")
+    start_epochs: int = setting(30, "Epochs of training with the start_pairs before the first round.", lower=1)
+    round_epochs: int = setting(5, "Epochs of training after each round's answers (ending with a restart of the "
+                                "mixture).", lower=1)
+
+    def __post_init__(self):
+        check_fields(self)
+        object.__setattr__(self, "budgets", tuple(int(b) for b in self.budgets))
+        steps = (self.start_pairs, *self.budgets)
+        if not self.budgets or any(b <= a for a, b in zip(steps, steps[1:])):
+            raise ValueError(f"budgets must be one or more numbers of pairs, increasing from start_pairs="
+                             f"{self.start_pairs}, got {list(self.budgets)}")
+
+
+def _scores(model, x_test: np.ndarray, y_test: np.ndarray, batch_size: int) -> dict[str, float]:
+    return metrics.clustering_scores(y_test, predict_clusters(model, x_test, batch_size))
+
+
+def simulate(config: RunConfig, data: Dataset, strategies: Sequence[str], schedule: ActiveSchedule = ActiveSchedule(),
+             runtime: RuntimeConfig = RuntimeConfig(),
+             report: Callable[[list[dict[str, Any]]], None] = lambda rows: None) -> list[dict[str, Any]]:
+    """The learning curves of ``strategies`` (see :mod:`dcgmm_tf.active`) for the seed ``config.seed``.
+
+    Each curve is a list of rows (``strategy, seed, num_pairs, acc, nmi, ari, must_links, epochs, seconds``), the
+    first at ``start_pairs`` (the shared start), then one per budget; ``report`` gets each curve as soon as it is
+    complete. Returns all rows. The answers carry the confidence ``config.alpha`` (default 1e4) and are never wrong.
+    """
+    for strategy in strategies:
+        if strategy not in active.STRATEGIES:
+            raise ValueError(f"strategy must be one of {active.STRATEGIES}, got {strategy!r}")
+    if config.method != "dcgmm":
+        raise ValueError(f"active selection needs method dcgmm, got {config.method}")
+    data = subsets(data, config)
+    x_train, y_train, x_test, y_test = model_inputs(data, config)
+    if not len(x_test):
+        raise ValueError("active selection is scored on the test split, which is empty")
+    weight = config.alpha or default_alpha(0.0)
+    num_clusters = config.num_clusters or data.num_classes
+    keras.utils.set_random_seed(config.seed)
+    clock = time.perf_counter()
+    start = ConstraintSet.from_labels(y_train, schedule.start_pairs, alpha=weight, seed=config.seed)
+    model = pretrained_model(config, data, x_train, y_train, start, num_clusters, runtime)
+    fit_mixture(model, config, x_train, start, epochs=schedule.start_epochs, runtime=runtime)
+    start_scores = _scores(model, x_test, y_test, runtime.eval_batch_size)
+    start_seconds = time.perf_counter() - clock
+    logging.info("seed %d: start with %d random pairs, test ACC %.4f", config.seed, len(start), start_scores["acc"])
+    start_weights = model.get_weights()
+    rows = []
+    for strategy in strategies:
+        model.set_weights(start_weights)
+        constraints, epochs = start, schedule.start_epochs
+        curve = [{"strategy": strategy, "seed": config.seed, "num_pairs": len(start), **start_scores,
+                  "must_links": int(constraints.must_link_mask.sum()), "epochs": epochs,
+                  "seconds": round(start_seconds, 1)}]
+        for number, budget in enumerate(schedule.budgets, start=1):
+            clock = time.perf_counter()
+            pairs = active.suggest_pairs(model, x_train, constraints, budget - len(constraints), strategy,
+                                         seed=1000 * config.seed + number, batch_size=runtime.eval_batch_size)
+            constraints = active.answered(constraints, pairs, y_train, weight)
+            keras.utils.set_random_seed(config.seed + number)
+            fit_mixture(model, dataclasses.replace(config, seed=config.seed + number), x_train, constraints,
+                        epochs=schedule.round_epochs, runtime=runtime)
+            epochs += schedule.round_epochs
+            scores = _scores(model, x_test, y_test, runtime.eval_batch_size)
+            curve.append({"strategy": strategy, "seed": config.seed, "num_pairs": len(constraints), **scores,
+                          "must_links": int(constraints.must_link_mask.sum()), "epochs": epochs,
+                          "seconds": round(time.perf_counter() - clock, 1)})
+            logging.info("seed %d, %s: %d pairs, test ACC %.4f", config.seed, strategy, len(constraints),
+                         scores["acc"])
+        report(curve)
+        rows += curve
+    return rows

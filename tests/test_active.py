@@ -1,0 +1,145 @@
+"""Active pair selection: the strategies on synthetic embeddings, the simulated loop and the runner on toy data."""
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dcgmm_tf import ConstraintSet, active, training
+from dcgmm_tf.active_loop import ActiveSchedule, simulate
+from dcgmm_tf.config import RunConfig, RuntimeConfig
+from dcgmm_tf.data import load_dataset
+from experiments import active as active_runner
+from tests.helpers import toy_data
+
+
+def blobs(n=600, k=4, seed=0):
+    """Embeddings of k Gaussian blobs, the labels, and posteriors that are sure inside a blob and unsure between."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, n)
+    centres = 4.0 * np.eye(k, 3 if k <= 3 else k)
+    z = centres[y] + rng.normal(0, 1.0, (n, centres.shape[1]))
+    logits = -0.5 * ((z[:, None, :] - centres[None]) ** 2).sum(-1)
+    p = np.exp(logits - logits.max(1, keepdims=True))
+    return z, y, p / p.sum(1, keepdims=True)
+
+
+@pytest.mark.parametrize("strategy", active.STRATEGIES)
+def test_pairs_are_valid_new_distinct_and_fixed_by_the_seed(strategy):
+    z, y, p = blobs()
+    known = ConstraintSet.from_labels(y, 50, seed=0)
+    pairs = active.select_pairs(z, p, known, 120, strategy, seed=3)
+    assert pairs.shape == (120, 2) and pairs.dtype == np.int64
+    assert np.all(pairs[:, 0] < pairs[:, 1]) and pairs.min() >= 0 and pairs.max() < len(z)
+    keys = pairs[:, 0] * len(z) + pairs[:, 1]
+    assert len(np.unique(keys)) == 120
+    assert not np.isin(keys, known.i * len(z) + known.j).any()
+    np.testing.assert_array_equal(pairs, active.select_pairs(z, p, known, 120, strategy, seed=3))
+    assert not np.array_equal(pairs, active.select_pairs(z, p, known, 120, strategy, seed=4))
+
+
+def test_uncertain_asks_about_the_pairs_the_model_doubts():
+    z, y, p = blobs()
+    known = ConstraintSet.empty(len(z))
+    same = lambda pairs: np.einsum("nk,nk->n", p[pairs[:, 0]], p[pairs[:, 1]])  # noqa: E731
+    doubt = lambda pairs: same(pairs) * (1 - same(pairs))  # noqa: E731
+    asked = active.select_pairs(z, p, known, 40, "uncertain", seed=0)
+    drawn = active.select_pairs(z, p, known, 40, "random", seed=0)
+    assert doubt(asked).mean() > 3 * doubt(drawn).mean()
+    assert len(np.unique(asked)) == asked.size  # one pair per sample
+    agree = lambda pairs: (y[pairs[:, 0]] == y[pairs[:, 1]]).mean()  # noqa: E731
+    assert agree(drawn) < agree(asked) < 1  # both kinds of answers, more must-links than random pairs give
+
+
+def test_explore_goes_to_the_clusters_without_constraints():
+    z, y, p = blobs()
+    clusters = p.argmax(1)
+    in_zero = np.flatnonzero(clusters == 0)
+    known = ConstraintSet(in_zero[:40], in_zero[40:80], np.ones(40), len(z))  # only cluster 0 is constrained
+    pairs = active.select_pairs(z, p, known, 30, "explore", seed=0)
+    assert not np.isin(clusters[pairs], [0]).all(axis=1).any()
+    assert len(np.unique(clusters[pairs[:, 0]])) == 3  # the three others share the pairs
+
+
+def test_tiny_sets_are_filled_up_and_bad_requests_refused():
+    z, _, p = blobs(n=6)
+    known = ConstraintSet([0], [1], [1.0], 6)
+    pairs = active.select_pairs(z, p, known, 14, "uncertain", seed=0)  # every unknown pair of 6 samples
+    assert len({tuple(pair) for pair in pairs}) == 14
+    for bad, message in (({"num_pairs": 15}, "num_pairs"), ({"num_pairs": 0}, "num_pairs"),
+                         ({"strategy": "greedy"}, "strategy"), ({"posteriors": p[:5]}, "same N"),
+                         ({"embeddings": z * np.nan}, "finite"),
+                         ({"constraints": ConstraintSet.empty(7)}, "index 7 samples")):
+        args = dict(embeddings=z, posteriors=p, constraints=known, num_pairs=3, strategy="random") | bad
+        with pytest.raises(ValueError, match=message):
+            active.select_pairs(**args)
+
+
+def test_answers_follow_the_labels():
+    known = ConstraintSet([0], [1], [5.0], 4)
+    answered = active.answered(known, np.array([[0, 2], [1, 3]]), np.array([0, 0, 0, 1]), 7.0)
+    assert answered.i.tolist() == [0, 0, 1] and answered.j.tolist() == [1, 2, 3]
+    assert answered.weight.tolist() == [5.0, 7.0, -7.0]
+
+
+def test_schedule_is_checked():
+    with pytest.raises(ValueError, match="increasing"):
+        ActiveSchedule(start_pairs=500, budgets=(400,))
+    with pytest.raises(ValueError, match="round_epochs"):
+        ActiveSchedule(round_epochs=0)
+
+
+@pytest.fixture(name="toy")
+def fixture_toy(tmp_path):
+    x, y = toy_data(400)
+    x_test, y_test = toy_data(100, seed=1)
+    np.savez(tmp_path / "toy.npz", x_train=x, y_train=y, x_test=x_test, y_test=y_test)
+    config = RunConfig(dataset=str(tmp_path / "toy.npz"), pretrain_epochs=1, latent_dim=2, batch_size=32,
+                       restart_every=2)
+    runtime = RuntimeConfig(deterministic=False, verbose=0, output_dir=str(tmp_path / "out"),
+                            cache_dir=str(tmp_path / "cache"))
+    return config, runtime
+
+
+def test_loop_adds_the_pairs_of_each_round_from_one_start(toy):
+    config, runtime = toy
+    schedule = ActiveSchedule(start_pairs=20, budgets=(40, 70), start_epochs=1, round_epochs=1)
+    reported = []
+    rows = simulate(config, load_dataset(config.dataset), ["random", "uncertain"], schedule, runtime,
+                    reported.append)
+    frame = pd.DataFrame(rows)
+    assert len(reported) == 2 and [len(curve) for curve in reported] == [3, 3]
+    assert frame["num_pairs"].tolist() == [20, 40, 70] * 2 and frame["epochs"].tolist() == [1, 2, 3] * 2
+    start = frame[frame["num_pairs"] == 20]
+    assert start[["acc", "nmi", "ari"]].nunique().max() == 1  # both curves start from the same model
+    assert frame[["acc", "nmi", "ari"]].apply(lambda c: c.between(-1, 1)).all().all()
+    with pytest.raises(ValueError, match="method dcgmm"):
+        simulate(dataclasses.replace(config, method="vade"), load_dataset(config.dataset), ["random"], schedule)
+
+
+def test_runner_writes_curves_once_and_suggests_pairs_to_answer(toy, tmp_path):
+    config, runtime = toy
+    schedule = ActiveSchedule(start_pairs=20, budgets=(40,), start_epochs=1, round_epochs=1)
+    rows = active_runner.curves(config, runtime, schedule, ["random", "explore"], runs=2)
+    curves_csv = tmp_path / "out" / "curves.csv"
+    assert (tmp_path / "out" / "curves.png").stat().st_size > 0
+    written = pd.read_csv(curves_csv)
+    assert list(written.columns[:6]) == list(active_runner.CURVE_COLUMNS) and len(written) == 8
+    assert sorted(rows["seed"].unique()) == [0, 1]
+    active_runner.curves(config, runtime, schedule, ["random", "explore"], runs=2)  # all done: nothing is rerun
+    assert len(pd.read_csv(curves_csv)) == 8
+
+    config = dataclasses.replace(config, epochs=1, num_constraints=30)
+    output = tmp_path / "ask.csv"
+    assert active_runner.suggest(config, runtime, "uncertain", 25, str(output)) == 25
+    asked = pd.read_csv(output)
+    assert list(asked.columns) == ["i", "j", "weight"] and asked["weight"].isna().all() and len(asked) == 25
+    with pytest.raises(ValueError, match="missing value for 'weight'"):  # unanswered pairs are refused
+        ConstraintSet.from_csv(output, 400)
+    y = load_dataset(config.dataset).y_train
+    asked["weight"] = np.where(y[asked["i"]] == y[asked["j"]], 1, -1)
+    asked.to_csv(output, index=False)
+    read = training.make_constraints(dataclasses.replace(config, constraints_file=str(output), alpha=9000.0), y)
+    assert len(read) == 25 and np.all(np.abs(read.weight) == 9000.0)
+    assert np.array_equal(np.sign(read.weight), np.where(y[read.i] == y[read.j], 1, -1))
