@@ -12,6 +12,7 @@ from pathlib import Path
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from dcgmm_tf import cluster_init, metrics
 from dcgmm_tf.constraints import ConstraintSet
@@ -81,11 +82,13 @@ class NonFiniteLossGuard(keras.callbacks.Callback):
     """Stops training at the first non-finite loss and rolls the model back to its last good weights.
 
     ``keras.callbacks.TerminateOnNaN`` only stops, leaving NaN weights in the model. This callback checks the
-    ``monitor`` value after every batch (the running mean of the epoch, which turns non-finite with the first
+    ``monitor`` value after every compiled call of the training step (every batch, or every
+    ``steps_per_execution`` batches; the running mean of the epoch, which turns non-finite with the first
     non-finite batch loss), and then restores the weights and the optimizer state at the end of the last epoch
     with a finite loss (or at the start of training), saves the weights to ``checkpoint_path`` (a
     ``.weights.h5`` file, written atomically) if given, and stops training. ``error`` then holds a message;
-    :meth:`raise_if_stopped` raises it.
+    :meth:`raise_if_stopped` raises it. The good state is kept as tensors on the variables' devices: it is
+    never copied to the host.
     """
 
     def __init__(self, checkpoint_path: str | os.PathLike | None = None, monitor: str = "loss"):
@@ -96,7 +99,7 @@ class NonFiniteLossGuard(keras.callbacks.Callback):
         self.monitor = monitor
         self.error: str | None = None
         self._epoch = 0
-        self._good_state: list[np.ndarray] | None = None
+        self._good_state: list[tf.Tensor] | None = None
         self._good_epoch: int | None = None
 
     def _variables(self) -> list:
@@ -106,9 +109,13 @@ class NonFiniteLossGuard(keras.callbacks.Callback):
             self.model.optimizer.build(self.model.trainable_variables)
         return [*self.model.weights, *self.model.optimizer.variables]
 
+    def _snapshot(self) -> list[tf.Tensor]:
+        """Copies of the variables' values on their own devices."""
+        return [tf.identity(tf.convert_to_tensor(v)) for v in self._variables()]
+
     def on_train_begin(self, logs=None):
         self.error = None
-        self._good_state = [keras.ops.convert_to_numpy(v) for v in self._variables()]
+        self._good_state = self._snapshot()
         self._good_epoch = None
 
     def on_epoch_begin(self, epoch, logs=None):
@@ -133,7 +140,7 @@ class NonFiniteLossGuard(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         if self.error is None:
-            self._good_state = [keras.ops.convert_to_numpy(v) for v in self._variables()]
+            self._good_state = self._snapshot()
             self._good_epoch = epoch
 
     def raise_if_stopped(self) -> None:

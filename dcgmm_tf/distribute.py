@@ -21,7 +21,8 @@ import tensorflow as tf
 
 from dcgmm_tf import validation
 from dcgmm_tf.constraints import ConstraintSet
-from dcgmm_tf.data.pipeline import constrained_dataset, epoch_elements, prefetch_without_autotune
+from dcgmm_tf.data.pipeline import (EPOCH_SIGNATURE, batch_elements, constrained_dataset, epoch_arrays,
+                                    prefetch_without_autotune)
 
 STRATEGIES = ("default", "mirrored", "multiworker")
 
@@ -57,21 +58,20 @@ def distributed_constrained_dataset(strategy: tf.distribute.Strategy, x: np.ndar
     x = validation.check_data(x)
     constraints = ConstraintSet.empty(len(x)) if constraints is None else constraints
     num_replicas = strategy.num_replicas_in_sync
-    signature = (tf.TensorSpec((None, *x.shape[1:]), tf.float32), tf.TensorSpec((None, None), tf.float32))
 
-    def generate(epoch):
-        rng = np.random.default_rng([seed, int(epoch)])
-        yield from epoch_elements(x, constraints, batch_size, rng, layout, num_replicas)
-
-    def one_epoch(epoch):
-        return tf.data.Dataset.from_generator(generate, args=(epoch,), output_signature=signature)
+    def one_epoch(epoch: tf.Tensor) -> tf.data.Dataset:
+        arrays = tf.data.Dataset.from_generator(
+            lambda e: iter([epoch_arrays(len(x), constraints, batch_size, seed, e, layout, num_replicas)]),
+            args=(epoch,), output_signature=EPOCH_SIGNATURE)
+        return arrays.flat_map(lambda *arrays: tf.data.Dataset.from_tensor_slices(arrays))
 
     def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
         # The epoch number is part of the dataset (not of Python state), so every new iterator (Keras opens
         # one to build the model) starts again at ``initial_epoch``. Elements are the replicas' parts in
-        # order; worker p of P takes parts p, p + P, ..., which tf.distribute hands to its replicas in turn.
+        # order; worker p of P takes parts p, p + P, ..., which tf.distribute hands to its replicas in turn
+        # (sharded before the samples are gathered).
         epochs = tf.data.Dataset.range(initial_epoch, np.iinfo(np.int64).max)
-        return prefetch_without_autotune(
-            epochs.flat_map(one_epoch).shard(context.num_input_pipelines, context.input_pipeline_id))
+        parts = epochs.flat_map(one_epoch).shard(context.num_input_pipelines, context.input_pipeline_id)
+        return prefetch_without_autotune(batch_elements(parts, x))
 
     return strategy.distribute_datasets_from_function(dataset_fn), steps

@@ -22,7 +22,7 @@ import dataclasses
 import logging
 import time
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Sequence
 
 import keras
 import numpy as np
@@ -163,14 +163,15 @@ def train_dcgmm(config: RunConfig, data: Dataset, constraints: ConstraintSet, nu
 
 def fit_mixture(model: DCGMM, config: RunConfig, x_train: np.ndarray, constraints: ConstraintSet, *, epochs: int,
                 x_test: np.ndarray | None = None, y_test: np.ndarray | None = None, run_dir: Path | None = None,
-                runtime: RuntimeConfig = RuntimeConfig()) -> dict[str, list]:
+                runtime: RuntimeConfig = RuntimeConfig(),
+                extra: Sequence[keras.callbacks.Callback] = ()) -> dict[str, list]:
     """``epochs`` epochs of C-ELBO from ``model``'s current weights and mixture; returns the Keras history.
 
     A fresh optimizer (Adam, the staircase learning-rate decay and clipping of ``config``), restarts of the mixture
     every ``config.restarts`` epochs and after the last, the test metrics every ``runtime.eval_every`` epochs when
-    ``x_test`` is given, and the NaN guard. With a ``run_dir``: the history CSV, TensorBoard logs and a backup
-    every epoch, from which a killed run of the same configuration resumes. Raises ``FloatingPointError`` when the
-    loss became non-finite (the model then holds its last good weights).
+    ``x_test`` is given, the NaN guard, then the callbacks ``extra``. With a ``run_dir``: the history CSV,
+    TensorBoard logs and a backup every epoch, from which a killed run of the same configuration resumes. Raises
+    ``FloatingPointError`` when the loss became non-finite (the model then holds its last good weights).
     """
     strategy = distribution_strategy(runtime.strategy)
 
@@ -189,7 +190,7 @@ def fit_mixture(model: DCGMM, config: RunConfig, x_train: np.ndarray, constraint
         staircase=True)
     with strategy.scope():
         model.compile(optimizer=FusedAdam(schedule, global_clipnorm=config.clipnorm or None),
-                      jit_compile=runtime.jit_compile)
+                      jit_compile=runtime.jit_compile, steps_per_execution=runtime.steps_per_execution)
         model.optimizer.build(model.trainable_variables)  # under the strategy, like the model's variables
     callbacks = []
     if config.restarts and len(constraints) > 0:
@@ -210,7 +211,7 @@ def fit_mixture(model: DCGMM, config: RunConfig, x_train: np.ndarray, constraint
             train_data, fit_args = training_data(initial_epoch)
         callbacks += [keras.callbacks.CSVLogger(str(run_dir / "history.csv"), append=initial_epoch > 0),
                       keras.callbacks.TensorBoard(str(run_dir / "tensorboard")), backup]
-    history = model.fit(train_data, epochs=epochs, initial_epoch=initial_epoch, callbacks=callbacks,
+    history = model.fit(train_data, epochs=epochs, initial_epoch=initial_epoch, callbacks=[*callbacks, *extra],
                         verbose=runtime.verbose, shuffle=False, **fit_args)
     guard.raise_if_stopped()
     return history.history

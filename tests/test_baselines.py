@@ -222,6 +222,28 @@ def test_cidec_epoch_logs_all_losses_and_stops_at_tolerance():
 
 
 # ------------------------------------------------------------------------------------ layer-wise pretraining
+def test_dec_batches_are_the_pydataset_batches_keras_made_before():
+    """shuffled_batches gives, as a tf.data graph, the batches (rows and order) of the PyDataset it replaced:
+    numpy's permutation cut into batches, the extra pairs cycled, the order shuffled by Python's random."""
+    import random
+
+    x = np.arange(50, dtype=np.float32)[:, None] * np.ones((1, 3), np.float32)
+    pairs = {"x_i": np.arange(100, 107, dtype=np.float32), "sign": np.ones(7, np.float32)}
+    random.seed(4)
+    got = [{k: v.numpy() for k, v in b.items()} for b in dec.shuffled_batches({"x": x}, 16, np.random.default_rng(1),
+                                                                               extra=pairs)]
+    rng = np.random.default_rng(1)
+    order, extra = rng.permutation(50), np.concatenate([rng.permutation(7) for _ in range(2)])
+    random.seed(4)
+    sequence = list(range(4))
+    random.shuffle(sequence)
+    assert len(got) == 4
+    for batch, b in zip(got, sequence):
+        np.testing.assert_array_equal(batch["x"], x[order[16 * b:16 * (b + 1)]])
+        np.testing.assert_array_equal(batch["x_i"], pairs["x_i"][extra[2 * b:2 * (b + 1)]])
+    assert sorted(np.concatenate([b["x"][:, 0] for b in got]).tolist()) == list(range(50))
+
+
 def test_layerwise_pretraining_trains_every_layer_and_uses_the_cache(tmp_path):
     x, _ = stripes(n=200)
     keras.utils.set_random_seed(0)

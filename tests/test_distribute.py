@@ -64,6 +64,50 @@ def test_replica_parts_rebuild_each_batch_and_keep_every_pair(layout):
         assert sum(float(np.abs(w).sum()) for _, w in step_parts) == pytest.approx(float(np.abs(w_batch).sum()))
 
 
+def test_dealing_singletons_at_once_is_dealing_them_one_by_one():
+    from dcgmm_tf.data.pipeline import deal_groups
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        sizes = rng.choice([1, 1, 1, 2, 3, 5], size=rng.integers(1, 30))
+        parts = int(rng.integers(1, 5))
+        load, expected = np.zeros(parts, int), np.empty(len(sizes), int)
+        for group in np.argsort(-sizes, kind="stable"):
+            expected[group] = np.argmin(load)
+            load[expected[group]] += sizes[group]
+        np.testing.assert_array_equal(deal_groups(sizes, parts), expected)
+
+
+@pytest.mark.parametrize("layout, closure", [("separate", False), ("spread", False), ("separate", True)])
+def test_distributed_pipeline_gives_the_parts_of_the_batch_by_batch_reference(layout, closure):
+    """The whole epoch's parts, made at once in the tf.data graph, equal those of epoch_elements bit for bit."""
+    from dcgmm_tf.distribute import distributed_constrained_dataset
+    import tensorflow as tf
+
+    from dcgmm_tf.data.pipeline import batch_elements, epoch_arrays
+
+    rng = np.random.default_rng(2)
+    x, labels = rng.random((300, 5), dtype=np.float32), rng.integers(0, 4, 300)
+    constraints = ConstraintSet.from_labels(labels, 120, seed=1, transitive_closure=closure)
+    for replicas in (2, 3):
+        for epoch in (0, 1):
+            expected = list(epoch_elements(x, constraints, 40, np.random.default_rng([7, epoch]), layout,
+                                           num_replicas=replicas))
+            arrays = epoch_arrays(len(x), constraints, 40, 7, epoch, layout, num_replicas=replicas)
+            got = list(batch_elements(tf.data.Dataset.from_tensor_slices(arrays), x))
+            assert len(got) == len(expected)
+            for (x_got, w_got), (x_expected, w_expected) in zip(got, expected):
+                np.testing.assert_array_equal(x_got.numpy(), x_expected)
+                np.testing.assert_array_equal(w_got.numpy(), w_expected)
+    strategy = make_strategy("default")
+    dataset, steps = distributed_constrained_dataset(strategy, x, constraints, batch_size=40, seed=7, layout=layout)
+    first = list(epoch_elements(x, constraints, 40, np.random.default_rng([7, 0]), layout))
+    for (x_got, w_got), (x_expected, w_expected) in zip(iter(dataset), first):
+        np.testing.assert_array_equal(x_got.numpy(), x_expected)
+        np.testing.assert_array_equal(w_got.numpy(), w_expected)
+    assert steps == len(first)
+
+
 def test_make_strategy_names():
     assert make_strategy("default").num_replicas_in_sync == 1
     with pytest.raises(ValueError, match="strategy"):

@@ -79,6 +79,33 @@ def test_guard_stops_and_rolls_back_to_last_good_state(tmp_path):
             guard.raise_if_stopped()
 
 
+class PoisonAtStep(keras.callbacks.Callback):
+    """Sets the cluster means to NaN before the compiled call that starts at batch ``step`` of epoch 2."""
+
+    def __init__(self, step):
+        super().__init__()
+        self.step, self.epoch = step, None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.epoch == 1 and batch == self.step:
+            self.model.cluster_means.assign(np.full(self.model.cluster_means.shape, np.nan, np.float32))
+
+
+def test_guard_checks_once_per_call_with_several_steps_per_call():
+    x, y = toy_data(256)
+    model = small_model()
+    model.compile(optimizer=keras.optimizers.Adam(1e-3), steps_per_execution=3)
+    data = constrained_dataset(x, ConstraintSet.from_labels(y, 50), batch_size=32)
+    guard, recorder = NonFiniteLossGuard(), Recorder()
+    model.fit(data, epochs=4, callbacks=[PoisonAtStep(3), guard, recorder], verbose=0)
+    assert "in epoch 2, batch 6;" in guard.error  # the call of batches 4-6 turned the loss NaN
+    assert weights_equal(model.get_weights(), recorder.weights[0])
+    assert len(recorder.batch_losses) == -(-int(data.cardinality()) // 3) + 2  # epoch 1's calls, then 2 of epoch 2
+
+
 def test_loss_stays_finite_with_extreme_constraints():
     """One model trained through all cases in turn (one traced train step keeps the test fast)."""
     x, y = toy_data(256)

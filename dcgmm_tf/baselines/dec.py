@@ -17,6 +17,7 @@ log-probabilities too and stays finite and exact when ``s`` rounds to 1, with no
 from __future__ import annotations
 
 import math
+import random
 from typing import Callable
 
 import keras
@@ -26,6 +27,7 @@ from keras import ops
 from sklearn.cluster import KMeans
 
 from dcgmm_tf.constraints import ConstraintSet
+from dcgmm_tf.data.pipeline import prefetch_without_autotune
 
 
 def student_t_log_assignments(z, centers, alpha: float = 1.0):
@@ -101,30 +103,45 @@ class ClusteringLayer(keras.layers.Layer):
         return {**super().get_config(), "num_clusters": self.num_clusters, "alpha": self.alpha}
 
 
-class _Batches(keras.utils.PyDataset):
-    """Shuffled mini-batches of a dict of equally long arrays, optionally zipped with a cycled second dict."""
+def shuffled_batches(arrays: dict[str, np.ndarray], batch_size: int, rng: np.random.Generator,
+                     extra: dict[str, np.ndarray] | None = None) -> tf.data.Dataset:
+    """One epoch of shuffled mini-batches of a dict of equally long arrays, optionally zipped with a cycled second
+    dict, as a tf.data graph (Python once per epoch: the orders; the rows are gathered by TensorFlow ops).
 
-    def __init__(self, arrays: dict[str, np.ndarray], batch_size: int, rng: np.random.Generator,
-                 extra: dict[str, np.ndarray] | None = None):
-        super().__init__()
-        self.arrays, self.batch_size, self.extra = arrays, batch_size, extra
-        self.order = rng.permutation(len(next(iter(arrays.values()))))
-        if extra:
-            size = len(next(iter(extra.values())))
-            self.extra_batch = math.ceil(size / len(self))
-            reps = math.ceil(self.extra_batch * len(self) / size)
-            self.extra_order = np.concatenate([rng.permutation(size) for _ in range(reps)])
+    The rows of batch ``b`` are ``order[b * batch_size:(b + 1) * batch_size]`` for ``order = rng.permutation(n)``
+    (the extra dict's rows: consecutive chunks of its cycled permutations), and the batches come in an order
+    shuffled by Python's ``random`` module: the batches, in the order, that Keras made of these arrays as a
+    ``PyDataset`` before (``fit``'s ``shuffle``), so the baselines' results stay what they were.
+    """
+    n = len(next(iter(arrays.values())))
+    order = rng.permutation(n)
+    num_batches = math.ceil(n / batch_size)
+    parts = [(arrays, [order[b * batch_size:(b + 1) * batch_size] for b in range(num_batches)])]
+    if extra:
+        size = len(next(iter(extra.values())))
+        extra_batch = math.ceil(size / num_batches)
+        reps = math.ceil(extra_batch * num_batches / size)
+        extra_order = np.concatenate([rng.permutation(size) for _ in range(reps)])
+        parts.append((extra, [extra_order[b * extra_batch:(b + 1) * extra_batch] for b in range(num_batches)]))
+    sequence = list(range(num_batches))
+    random.shuffle(sequence)
+    slices, gathers = {}, []
+    for number, (source, rows) in enumerate(parts):
+        lengths = np.array([len(rows[b]) for b in sequence], np.int64)
+        padded = np.zeros((num_batches, max(int(lengths.max()), 1)), np.int64)
+        for k, b in enumerate(sequence):
+            padded[k, :len(rows[b])] = rows[b]
+        slices[f"rows{number}"], slices[f"lengths{number}"] = padded, lengths
+        gathers.append({name: tf.constant(value) for name, value in source.items()})
 
-    def __len__(self):
-        return math.ceil(len(self.order) / self.batch_size)
+    def batch(element: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        out = {}
+        for number, tensors in enumerate(gathers):
+            rows = element[f"rows{number}"][:element[f"lengths{number}"]]
+            out.update({name: tf.gather(tensor, rows) for name, tensor in tensors.items()})
+        return out
 
-    def __getitem__(self, index):
-        rows = self.order[index * self.batch_size:(index + 1) * self.batch_size]
-        batch = {name: value[rows] for name, value in self.arrays.items()}
-        if self.extra:
-            rows = self.extra_order[index * self.extra_batch:(index + 1) * self.extra_batch]
-            batch.update({name: value[rows] for name, value in self.extra.items()})
-        return batch
+    return prefetch_without_autotune(tf.data.Dataset.from_tensor_slices(slices).map(batch))
 
 
 def pair_arrays(x: np.ndarray, constraints: ConstraintSet) -> dict[str, np.ndarray]:
@@ -228,7 +245,7 @@ class SDEC(DECModel):
 
     def train_epoch(self, x, p, constraints, batch_size, rng):
         pairs = pair_arrays(x, constraints) if len(constraints) else None
-        history = self.fit(_Batches({"x": x, "p": p}, batch_size, rng, extra=pairs), epochs=1, verbose=0)
+        history = self.fit(shuffled_batches({"x": x, "p": p}, batch_size, rng, extra=pairs), epochs=1, verbose=0)
         return {name: values[-1] for name, values in history.history.items()}
 
 
@@ -264,12 +281,12 @@ class CIDEC(DECModel):
         return self._apply(tape, loss, {"loss": loss, **values})
 
     def train_epoch(self, x, p, constraints, batch_size, rng):
-        history = self.fit(_Batches({"x": x, "p": p}, batch_size, rng), epochs=1, verbose=0)
+        history = self.fit(shuffled_batches({"x": x, "p": p}, batch_size, rng), epochs=1, verbose=0)
         log = {name: values[-1] for name, values in history.history.items() if name != "loss"}
         for kind, mask in (("ml", constraints.must_link_mask), ("cl", constraints.cannot_link_mask)):
             if mask.any():
                 pairs = {f"{kind}_i": x[constraints.i[mask]], f"{kind}_j": x[constraints.j[mask]]}
-                history = self.fit(_Batches(pairs, batch_size, rng), epochs=1, verbose=0)
+                history = self.fit(shuffled_batches(pairs, batch_size, rng), epochs=1, verbose=0)
                 name = "must_link" if kind == "ml" else "cannot_link"
                 log[name] = history.history[name][-1]
         return log

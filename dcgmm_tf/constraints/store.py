@@ -298,12 +298,14 @@ class ConstraintSet:
         i, j, weight = closure.close(self.i, self.j, self.weight, self.must_link_components())
         return ConstraintSet(i, j, weight, self.num_samples)
 
-    def submatrix(self, indices: Any) -> np.ndarray:
-        """Returns the dense float32 block `W[indices][:, indices]`.
+    def block_entries(self, indices: Any, lengths: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The non-zero entries of the blocks `W[b][:, b]` of consecutive batches `b` of `indices`.
 
-        `indices` may repeat; entries between a sample and itself are 0. Cost
-        is linear in the number of constraints touching the batch, not in
-        `num_samples`.
+        `indices` is cut into batches of `lengths` (one batch when None) and
+        may repeat samples. Returns `(row, col, weight)`: positions in
+        `indices` of both ends (always in the same batch) and `W` there,
+        ordered by row. Cost is linear in the number of constraints touching
+        the batches, not in `num_samples`.
         """
         indices = as_index_array(indices, "indices")
         bad = (indices < 0) | (indices >= self.num_samples)
@@ -312,24 +314,38 @@ class ConstraintSet:
                 f"`indices` contains {indices[bad][0]} outside "
                 f"[0, {self.num_samples})."
             )
+        lengths = np.asarray([indices.size] if lengths is None else lengths, np.int64)
+        if lengths.sum() != indices.size or (lengths < 0).any():
+            raise ValueError(f"`lengths` must be >= 0 and sum to {indices.size}, got {lengths.sum()}.")
         adjacency = self.adjacency
-        batch = indices.size
+        batch = np.repeat(np.arange(lengths.size), lengths)
         row_starts = adjacency.indptr[indices].astype(np.int64)
         row_counts = adjacency.indptr[indices + 1] - row_starts
         entries = _ragged_arange(row_starts, row_counts)
-        rows = np.repeat(np.arange(batch), row_counts)
+        rows = np.repeat(np.arange(indices.size), row_counts)
         cols = adjacency.indices[entries]
         values = adjacency.data[entries]
-        # Map every neighbour to all batch positions holding it.
-        position_order = np.argsort(indices, kind="stable")
-        sorted_indices = indices[position_order]
-        first = np.searchsorted(sorted_indices, cols, side="left")
-        counts = np.searchsorted(sorted_indices, cols, side="right") - first
-        out = np.zeros((batch, batch), np.float32)
-        out[
-            np.repeat(rows, counts),
-            position_order[_ragged_arange(first, counts)],
-        ] = np.repeat(values, counts)
+        # Map every neighbour to all positions of the same batch holding it.
+        keys = batch * self.num_samples + indices
+        position_order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[position_order]
+        wanted = batch[rows] * self.num_samples + cols
+        first = np.searchsorted(sorted_keys, wanted, side="left")
+        counts = np.searchsorted(sorted_keys, wanted, side="right") - first
+        return (np.repeat(rows, counts), position_order[_ragged_arange(first, counts)],
+                np.repeat(values, counts))
+
+    def submatrix(self, indices: Any) -> np.ndarray:
+        """Returns the dense float32 block `W[indices][:, indices]`.
+
+        `indices` may repeat; entries between a sample and itself are 0. Cost
+        is linear in the number of constraints touching the batch, not in
+        `num_samples`.
+        """
+        rows, cols, values = self.block_entries(indices)
+        size = len(np.asarray(indices))
+        out = np.zeros((size, size), np.float32)
+        out[rows, cols] = values
         return out
 
     def satisfied(self, assignments: Any) -> np.ndarray:

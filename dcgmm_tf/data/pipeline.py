@@ -53,28 +53,61 @@ def epoch_batches(num_samples: int, constraints: ConstraintSet, batch_size: int,
     return [batches[b] for b in rng.permutation(len(batches))]
 
 
+def deal_groups(sizes: np.ndarray, num_parts: int) -> np.ndarray:
+    """The part of each group when groups of ``sizes`` are dealt largest first (ties: in their order) to the part
+    with the smallest load so far (ties: the lowest part). Singletons are dealt in one vectorised step: the k-th
+    goes to the k-th free slot in the order (load, part), which is what dealing them one by one gives."""
+    sizes = np.asarray(sizes, np.int64)
+    order = np.argsort(-sizes, kind="stable")
+    load = np.zeros(num_parts, np.int64)
+    part = np.empty(len(sizes), np.int64)
+    for group in order[sizes[order] > 1]:
+        part[group] = np.argmin(load)
+        load[part[group]] += sizes[group]
+    singles = order[sizes[order] <= 1]
+    if len(singles):
+        levels = (load[:, None] + np.arange(len(singles))[None, :]).ravel()
+        owners = np.repeat(np.arange(num_parts), len(singles))
+        part[singles] = owners[np.lexsort((owners, levels))[:len(singles)]]
+    return part
+
+
 def split_for_replicas(w: np.ndarray, num_replicas: int) -> list[np.ndarray]:
     """Positions of a batch shared out over ``num_replicas`` parts without cutting a constraint.
 
     ``w`` is the batch's B x B constraint submatrix. Samples linked (directly or through other samples of
-    the batch) stay in one part; the linked groups are dealt largest first to the smallest part, so the
-    parts are as equal as the groups allow. A part is empty only when the batch has fewer groups than
-    parts. Positions within a part keep their batch order.
+    the batch) stay in one part; the linked groups are dealt largest first to the smallest part
+    (:func:`deal_groups`), so the parts are as equal as the groups allow. A part is empty only when the batch
+    has fewer groups than parts. Positions within a part keep their batch order.
     """
-    num_groups, group = csgraph.connected_components(sparse.csr_matrix(w != 0), directed=False)
-    sizes = np.bincount(group, minlength=num_groups)
-    load = np.zeros(num_replicas, np.int64)
-    part_of_group = np.empty(num_groups, np.int64)
-    for g in np.argsort(-sizes, kind="stable"):
-        part_of_group[g] = np.argmin(load)
-        load[part_of_group[g]] += sizes[g]
-    part = part_of_group[group]
+    _, group = csgraph.connected_components(sparse.csr_matrix(w != 0), directed=False)
+    part = deal_groups(np.bincount(group), num_replicas)[group]
     return [np.flatnonzero(part == r) for r in range(num_replicas)]
+
+
+def replica_parts(indices: np.ndarray, lengths: np.ndarray, constraints: ConstraintSet,
+                  num_replicas: int) -> tuple[np.ndarray, np.ndarray]:
+    """The batches (``indices`` cut by ``lengths``) each cut into ``num_replicas`` consecutive parts as
+    :func:`split_for_replicas` cuts them, for a whole epoch at once; returns the parts' indices and lengths."""
+    rows, cols, _ = constraints.block_entries(indices, lengths)
+    links = sparse.coo_matrix((np.ones(len(rows), bool), (rows, cols)), shape=(len(indices),) * 2)
+    _, group = csgraph.connected_components(links.tocsr(), directed=False)  # groups never span two batches
+    positions, part_lengths, start = [], [], 0
+    for length in lengths:
+        labels, local = np.unique(group[start:start + length], return_inverse=True)  # by first position
+        part = deal_groups(np.bincount(local, minlength=len(labels)), num_replicas)[local]
+        for r in range(num_replicas):
+            mine = start + np.flatnonzero(part == r)
+            positions.append(mine)
+            part_lengths.append(len(mine))
+        start += length
+    return indices[np.concatenate(positions)], np.asarray(part_lengths, np.int64)
 
 
 def epoch_elements(x: np.ndarray, constraints: ConstraintSet, batch_size: int, rng: np.random.Generator,
                    layout: str = "separate", num_replicas: int = 1) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """The ``(x_batch, W_batch)`` of one epoch's batches (:func:`epoch_batches`).
+    """The ``(x_batch, W_batch)`` of one epoch's batches (:func:`epoch_batches`), computed batch by batch in
+    numpy: the reference the tf.data pipelines are tested against.
 
     With ``num_replicas`` R > 1 (for ``tf.distribute``, see :mod:`dcgmm_tf.distribute`) every batch comes as
     R consecutive parts, one per replica (:func:`split_for_replicas`): no constraint between two samples of
@@ -105,30 +138,55 @@ def prefetch_without_autotune(dataset: tf.data.Dataset) -> tf.data.Dataset:
     return dataset.prefetch(PREFETCH_BATCHES).with_options(options)
 
 
-def submatrix_fn(constraints: ConstraintSet):
-    """A tf function of batch indices ``idx`` (int64, may repeat) giving ``W[idx][:, idx]``, exactly what
-    :meth:`ConstraintSet.submatrix` gives, with TensorFlow ops on the CSR arrays of W (no Python per batch)."""
-    adjacency = constraints.adjacency
-    indptr = tf.constant(adjacency.indptr.astype(np.int64))
-    neighbours = tf.constant(adjacency.indices.astype(np.int64))
-    weights = tf.constant(adjacency.data.astype(np.float32))
+EPOCH_SIGNATURE = (tf.TensorSpec((None, None), tf.int64), tf.TensorSpec((None,), tf.int64),
+                   tf.TensorSpec((None, None, 2), tf.int64), tf.TensorSpec((None, None), tf.float32),
+                   tf.TensorSpec((None,), tf.int64))
 
-    def submatrix(idx: tf.Tensor) -> tf.Tensor:
-        batch = tf.shape(idx, out_type=tf.int64)[0]
-        starts = tf.gather(indptr, idx)
-        counts = tf.gather(indptr, idx + 1) - starts
-        entries = tf.ragged.range(starts, starts + counts).flat_values  # the batch rows' entries of W
-        rows = tf.repeat(tf.range(batch), counts)
-        cols, values = tf.gather(neighbours, entries), tf.gather(weights, entries)
-        order = tf.argsort(idx, stable=True)  # each neighbour -> every batch position holding it
-        sorted_idx = tf.gather(idx, order)
-        first = tf.searchsorted(sorted_idx, cols, side="left", out_type=tf.int64)
-        hits = tf.searchsorted(sorted_idx, cols, side="right", out_type=tf.int64) - first
-        positions = tf.gather(order, tf.ragged.range(first, first + hits).flat_values)
-        pairs = tf.stack([tf.repeat(rows, hits), tf.cast(positions, tf.int64)], axis=1)
-        return tf.scatter_nd(pairs, tf.repeat(values, hits), tf.stack([batch, batch]))
 
-    return submatrix
+def _padded(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Rows of ``values`` cut by ``lengths``, as one array [rows, max length, ...] padded with zeros."""
+    out = np.zeros((len(lengths), max(int(lengths.max(initial=0)), 1), *values.shape[1:]), values.dtype)
+    row = np.repeat(np.arange(len(lengths)), lengths)
+    out[row, np.arange(len(values)) - np.repeat(np.cumsum(lengths) - lengths, lengths)] = values
+    return out
+
+
+def epoch_arrays(num_samples: int, constraints: ConstraintSet, batch_size: int, seed: int, epoch: int,
+                 layout: str = "separate", num_replicas: int = 1) -> tuple[np.ndarray, ...]:
+    """One epoch of the training pipeline as five arrays, one row per batch, computed at once (Python once per
+    epoch).
+
+    The batches of :func:`epoch_batches` with the generator seeded by ``(seed, epoch)`` (cut into replica parts by
+    :func:`replica_parts` when ``num_replicas`` > 1): their ``indices`` [batches, B] (zero-padded) and ``lengths``;
+    the non-zero entries of every batch's W block (:meth:`ConstraintSet.block_entries`): ``positions``
+    [batches, E, 2] (row and column within the batch), ``weights`` [batches, E] (zero-padded) and their ``counts``.
+    Matches :data:`EPOCH_SIGNATURE`.
+    """
+    rng = np.random.default_rng([seed, int(epoch)])
+    batches = epoch_batches(num_samples, constraints, batch_size, rng, layout)
+    indices, lengths = np.concatenate(batches).astype(np.int64), np.array([len(b) for b in batches], np.int64)
+    if num_replicas > 1:
+        indices, lengths = replica_parts(indices, lengths, constraints, num_replicas)
+    rows, cols, weights = constraints.block_entries(indices, lengths)
+    starts = np.cumsum(lengths) - lengths
+    batch = np.repeat(np.arange(len(lengths)), lengths)[rows]
+    positions = np.stack([rows - starts[batch], cols - starts[batch]], axis=1)
+    counts = np.bincount(batch, minlength=len(lengths)).astype(np.int64)
+    return (_padded(indices, lengths), lengths, _padded(positions, counts), _padded(weights.astype(np.float32), counts),
+            counts)
+
+
+def batch_elements(dataset: tf.data.Dataset, x: np.ndarray) -> tf.data.Dataset:
+    """``(x_batch, W_batch)`` of each batch of ``dataset`` (the rows of :func:`epoch_arrays`): its samples gathered
+    from ``x`` (one constant) and its W block scattered from its entries, by TensorFlow ops."""
+    samples = tf.constant(x)
+
+    def element(indices: tf.Tensor, length: tf.Tensor, positions: tf.Tensor, weights: tf.Tensor,
+                count: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        return (tf.gather(samples, indices[:length]),
+                tf.scatter_nd(positions[:count], weights[:count], tf.stack([length, length])))
+
+    return dataset.map(element, num_parallel_calls=2, deterministic=True)
 
 
 def constrained_dataset(x: np.ndarray, constraints: ConstraintSet | None = None, batch_size: int = 256,
@@ -138,8 +196,8 @@ def constrained_dataset(x: np.ndarray, constraints: ConstraintSet | None = None,
     ``W_batch`` is the B x B submatrix of the constraint matrix for the batch's samples (see
     :func:`epoch_batches` for ``layout``). Every new iteration (epoch) draws a new order from
     ``(seed, epoch number)``, so runs are reproducible; epochs are numbered from ``initial_epoch`` (pass
-    ``fit``'s ``initial_epoch`` when resuming a run). Python runs once per epoch (the epoch's index batches);
-    each batch's samples and W block are gathered by TensorFlow ops in the input graph (``submatrix_fn``).
+    ``fit``'s ``initial_epoch`` when resuming a run). Python runs once per epoch (:func:`epoch_arrays`);
+    each batch's samples and W block are made by TensorFlow ops in the input graph (:func:`batch_elements`).
     """
     x = validation.check_data(x)
     if constraints is None:
@@ -151,16 +209,11 @@ def constrained_dataset(x: np.ndarray, constraints: ConstraintSet | None = None,
     steps = len(epoch_batches(len(x), constraints, batch_size, np.random.default_rng(seed), layout))
     epoch = [initial_epoch]
 
-    def epoch_indices():
-        rng = np.random.default_rng([seed, epoch[0]])
+    def one_epoch():
         epoch[0] += 1
-        batches = epoch_batches(len(x), constraints, batch_size, rng, layout)
-        yield np.concatenate(batches).astype(np.int64), np.array([len(b) for b in batches], np.int64)
+        yield epoch_arrays(len(x), constraints, batch_size, seed, epoch[0] - 1, layout)
 
-    samples, submatrix = tf.constant(x), submatrix_fn(constraints)
-    signature = (tf.TensorSpec((None,), tf.int64), tf.TensorSpec((None,), tf.int64))
-    dataset = tf.data.Dataset.from_generator(epoch_indices, output_signature=signature).flat_map(
-        lambda values, lengths: tf.data.Dataset.from_tensor_slices(tf.RaggedTensor.from_row_lengths(values, lengths)))
-    dataset = dataset.map(lambda idx: (tf.gather(samples, idx), submatrix(idx)), num_parallel_calls=2,
-                          deterministic=True)
+    batches = tf.data.Dataset.from_generator(one_epoch, output_signature=EPOCH_SIGNATURE).flat_map(
+        lambda *arrays: tf.data.Dataset.from_tensor_slices(arrays))
+    dataset = batch_elements(batches, x)
     return prefetch_without_autotune(dataset.apply(tf.data.experimental.assert_cardinality(steps)))
