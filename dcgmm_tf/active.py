@@ -12,6 +12,13 @@ known, none twice). None of them looks at the N^2 pairs: candidates come from ne
 - ``explore``: the clusters with the fewest constrained samples per sample get the pairs; inside a cluster,
   samples far from its constrained ones (k-means++ sampling by squared distance) are paired with their nearest
   constrained sample, so the answers tell whether each part of the cluster belongs with the parts already known.
+- ``consolidate``: the question the default start (``latent_class``) needs answered. The embeddings, mapped by
+  the links' metric, are over-clustered into K' components (k-means); the latent class model of the known links
+  gives each component's class distribution p(c | a) (as the start does, warm-started from the model's
+  clusters). The components with the fewest must-links to other components come first; each is asked about the
+  component it most likely shares a class with, s_ab = sum_c p(c|a) p(c|b), among those it has no link with yet,
+  through typical members of both (among the nearest to the component's centre). A "yes" joins two parts of a
+  class, a "no" corrects the model where it was surest.
 
 :func:`suggest_pairs` computes the embeddings and posteriors of a trained model and calls :func:`select_pairs`.
 """
@@ -19,14 +26,17 @@ known, none twice). None of them looks at the N^2 pairs: candidates come from ne
 from __future__ import annotations
 
 import numpy as np
+from sklearn.cluster import KMeans
 from sklearn.neighbors import NearestNeighbors
 
-from dcgmm_tf.constraints import ConstraintSet
+from dcgmm_tf.cluster_init import default_components, fit_latent_classes, link_metric
+from dcgmm_tf.constraints import ConstraintSet, flip_probability
 
-STRATEGIES = ("random", "uncertain", "explore")
+STRATEGIES = ("random", "uncertain", "explore", "consolidate")
 NUM_NEIGHBOURS = 10
 MAX_ANCHORS = 10_000  # anchors of the nearest-neighbour candidates: the cost does not grow with N beyond this
 MAX_EXPLORE_CANDIDATES = 3_000  # samples per cluster among which `explore` chooses
+TYPICAL_MEMBERS = 20  # `consolidate` asks through one of the this many members nearest to a component's centre
 
 
 class _Picked:
@@ -158,6 +168,49 @@ def explore_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, pick
             distance = np.minimum(distance, closer)
 
 
+def consolidate_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, picked: _Picked, num_pairs: int,
+                      rng: np.random.Generator) -> None:
+    """Adds to ``picked`` pairs of typical members of components likely to share a class (see the module
+    docstring)."""
+    n, k = p.shape
+    num_components = default_components(k, n)
+    mapped = z @ link_metric(z, constraints) if len(constraints) else z
+    kmeans = KMeans(num_components, n_init=1, random_state=int(rng.integers(2**31))).fit(mapped)
+    component = kmeans.labels_
+    sizes = np.bincount(component, minlength=num_components).astype(np.float64)
+    a, b = component[constraints.i], component[constraints.j]
+    if len(constraints):
+        log_p, _ = fit_latent_classes(a, b, constraints.must_link_mask, flip_probability(constraints.weight), sizes, k,
+                                      seed=int(rng.integers(2**31)), n_init=3,
+                                      warm_start=np.eye(num_components)[component].T @ p)
+        theta = np.exp(log_p)
+    else:
+        theta = (np.eye(num_components)[component].T @ p + 1e-3) / (sizes[:, None] + k * 1e-3)
+    same = theta @ theta.T  # s_ab
+    linked = np.zeros((num_components, num_components), bool)
+    linked[a, b] = linked[b, a] = True
+    np.fill_diagonal(linked, True)
+    must = constraints.must_link_mask & (a != b)
+    degree = np.bincount(np.concatenate([a[must], b[must]]), minlength=num_components)
+    distance = ((mapped - kmeans.cluster_centers_[component]) ** 2).sum(1)
+    typical = [members[np.argsort(distance[members], kind="stable")[:TYPICAL_MEMBERS]]
+               for members in (np.flatnonzero(component == c) for c in range(num_components))]
+    order = np.lexsort((rng.random(num_components), degree))  # fewest must-links first, ties at random
+    while len(picked.pairs) < num_pairs:
+        asked = False
+        for first in order:
+            if len(picked.pairs) == num_pairs:
+                return
+            partners = np.where(linked[first], -np.inf, same[first])
+            second = int(np.argmax(partners))
+            if not np.isfinite(partners[second]) or not len(typical[first]) or not len(typical[second]):
+                continue
+            linked[first, second] = linked[second, first] = True
+            asked |= picked.add(rng.choice(typical[first]), rng.choice(typical[second]))
+        if not asked:  # every pair of components is linked: the rest is random
+            return
+
+
 def select_pairs(embeddings: np.ndarray, posteriors: np.ndarray, constraints: ConstraintSet, num_pairs: int,
                  strategy: str = "uncertain", seed: int = 0) -> np.ndarray:
     """The ``num_pairs`` pairs [n, 2] (``i < j``, in the order chosen) that ``strategy`` asks about next.
@@ -180,6 +233,8 @@ def select_pairs(embeddings: np.ndarray, posteriors: np.ndarray, constraints: Co
         uncertain_pairs(z, p, picked, num_pairs, rng)
     elif strategy == "explore":
         explore_pairs(z, p, constraints, picked, num_pairs, rng)
+    elif strategy == "consolidate":
+        consolidate_pairs(z, p, constraints, picked, num_pairs, rng)
     random_pairs(len(z), picked, num_pairs, rng)
     return picked.result()
 

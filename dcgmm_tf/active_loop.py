@@ -1,6 +1,7 @@
 """The active-learning loop, with the training labels standing in for the person who answers.
 
-Per seed: pretraining and the start of ``config`` with ``start_pairs`` random pairs, ``start_epochs`` of training;
+Per seed: pretraining and the start of ``config`` with ``start_pairs`` random pairs, ``start_epochs`` of training
+(kept in the cache folder, so that a strategy added later starts from the same model);
 then, for every strategy from that same model, rounds of "suggest the pairs up to the next budget -> answer them
 from the labels -> ``round_epochs`` more epochs from the current weights (ending with a restart of the mixture)",
 each scored on the test split. Used by ``python -m experiments.active``.
@@ -20,7 +21,9 @@ from dcgmm_tf import active, metrics
 from dcgmm_tf.config import RunConfig, RuntimeConfig, check_fields, setting
 from dcgmm_tf.constraints import ConstraintSet, default_alpha
 from dcgmm_tf.data import Dataset
-from dcgmm_tf.trainer_base import predict_clusters
+from dcgmm_tf.pretraining import load_cached_weights, save_cached_weights
+from dcgmm_tf.storage import array_hash, exclusive, settings_hash
+from dcgmm_tf.trainer_base import cache_path, predict_clusters
 from dcgmm_tf.training import fit_mixture, model_inputs, pretrained_model, subsets
 
 
@@ -73,7 +76,13 @@ def simulate(config: RunConfig, data: Dataset, strategies: Sequence[str], schedu
     clock = time.perf_counter()
     start = ConstraintSet.from_labels(y_train, schedule.start_pairs, alpha=weight, seed=config.seed)
     model = pretrained_model(config, data, x_train, y_train, start, num_clusters, runtime)
-    fit_mixture(model, config, x_train, start, epochs=schedule.start_epochs, runtime=runtime)
+    settings = {"config": config.key(), "seed": config.seed, "start_pairs": schedule.start_pairs,
+                "start_epochs": schedule.start_epochs, "data": array_hash(x_train)}
+    cache = cache_path(runtime, f"active-start-{data.name}-seed{config.seed}-{settings_hash(settings)}.weights.h5")
+    with exclusive(cache):  # the start is shared by every strategy of the seed, also across processes
+        if not load_cached_weights(model, cache):
+            fit_mixture(model, config, x_train, start, epochs=schedule.start_epochs, runtime=runtime)
+            save_cached_weights(model, cache)
     start_scores = _scores(model, x_test, y_test, runtime.eval_batch_size)
     start_seconds = time.perf_counter() - clock
     logging.info("seed %d: start with %d random pairs, test ACC %.4f", config.seed, len(start), start_scores["acc"])
@@ -91,6 +100,10 @@ def simulate(config: RunConfig, data: Dataset, strategies: Sequence[str], schedu
                                          seed=1000 * config.seed + number, batch_size=runtime.eval_batch_size)
             constraints = active.answered(constraints, pairs, y_train, weight)
             keras.utils.set_random_seed(config.seed + number)
+            # The noise of the round follows its seed alone: curves do not depend on the strategies run before
+            # them in the process, nor on whether the start came from the cache.
+            model.seed_generator.state.assign(np.array([config.seed + number, 0]).astype(
+                model.seed_generator.state.dtype))
             fit_mixture(model, dataclasses.replace(config, seed=config.seed + number), x_train, constraints,
                         epochs=schedule.round_epochs, runtime=runtime)
             epochs += schedule.round_epochs

@@ -184,8 +184,8 @@ class RuntimeConfig:
                             "machines (MultiWorkerMirroredStrategy, cluster from TF_CONFIG); see "
                             "docs/distributed.md.", choices=DISTRIBUTION_STRATEGIES)
     steps_per_execution: int = setting(
-        1, "Training steps per compiled call of fit: Keras' loop, the callbacks' batch hooks and the NaN guard's "
-        "check of the loss run once per call (see docs/performance.md).", lower=1)
+        32, "Training steps per compiled call of fit: Keras' loop, the callbacks' batch hooks and the NaN guard's "
+        "check of the loss run once per call; the results do not change (see docs/performance.md).", lower=1)
     eval_every: int = setting(10, "Evaluate test ACC/NMI/ARI every this many epochs (logged to history).", lower=1)
     eval_batch_size: int = setting(1024, "Batch size of predictions (test metrics, results).", lower=1)
     verbose: int = setting(2, "Keras verbosity: 0 silent, 1 progress bar, 2 one line per epoch.", lower=0, upper=2)

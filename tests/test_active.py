@@ -97,7 +97,7 @@ def fixture_toy(tmp_path):
     np.savez(tmp_path / "toy.npz", x_train=x, y_train=y, x_test=x_test, y_test=y_test)
     config = RunConfig(dataset=str(tmp_path / "toy.npz"), pretrain_epochs=1, latent_dim=2, batch_size=32,
                        restart_every=2)
-    runtime = RuntimeConfig(deterministic=False, verbose=0, output_dir=str(tmp_path / "out"),
+    runtime = RuntimeConfig(verbose=0, output_dir=str(tmp_path / "out"),
                             cache_dir=str(tmp_path / "cache"))
     return config, runtime
 
@@ -114,6 +114,9 @@ def test_loop_adds_the_pairs_of_each_round_from_one_start(toy):
     start = frame[frame["num_pairs"] == 20]
     assert start[["acc", "nmi", "ari"]].nunique().max() == 1  # both curves start from the same model
     assert frame[["acc", "nmi", "ari"]].apply(lambda c: c.between(-1, 1)).all().all()
+    again = simulate(config, load_dataset(config.dataset), ["uncertain"], schedule, runtime)  # start from the cache
+    timeless = lambda curve: [{k: v for k, v in row.items() if k != "seconds"} for row in curve]  # noqa: E731
+    assert timeless(again) == timeless(row for row in rows if row["strategy"] == "uncertain")
     with pytest.raises(ValueError, match="method dcgmm"):
         simulate(dataclasses.replace(config, method="vade"), load_dataset(config.dataset), ["random"], schedule)
 

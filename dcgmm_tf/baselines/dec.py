@@ -245,7 +245,8 @@ class SDEC(DECModel):
 
     def train_epoch(self, x, p, constraints, batch_size, rng):
         pairs = pair_arrays(x, constraints) if len(constraints) else None
-        history = self.fit(shuffled_batches({"x": x, "p": p}, batch_size, rng, extra=pairs), epochs=1, verbose=0)
+        history = self.fit(shuffled_batches({"x": x, "p": p}, batch_size, rng, extra=pairs), epochs=1, verbose=0,
+                           shuffle=False)
         return {name: values[-1] for name, values in history.history.items()}
 
 
@@ -281,12 +282,12 @@ class CIDEC(DECModel):
         return self._apply(tape, loss, {"loss": loss, **values})
 
     def train_epoch(self, x, p, constraints, batch_size, rng):
-        history = self.fit(shuffled_batches({"x": x, "p": p}, batch_size, rng), epochs=1, verbose=0)
+        history = self.fit(shuffled_batches({"x": x, "p": p}, batch_size, rng), epochs=1, verbose=0, shuffle=False)
         log = {name: values[-1] for name, values in history.history.items() if name != "loss"}
         for kind, mask in (("ml", constraints.must_link_mask), ("cl", constraints.cannot_link_mask)):
             if mask.any():
                 pairs = {f"{kind}_i": x[constraints.i[mask]], f"{kind}_j": x[constraints.j[mask]]}
-                history = self.fit(shuffled_batches(pairs, batch_size, rng), epochs=1, verbose=0)
+                history = self.fit(shuffled_batches(pairs, batch_size, rng), epochs=1, verbose=0, shuffle=False)
                 name = "must_link" if kind == "ml" else "cannot_link"
                 log[name] = history.history[name][-1]
         return log
