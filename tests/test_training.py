@@ -138,3 +138,24 @@ def test_baselines_train_behind_the_same_interface(toy, tmp_path):
     assert len(pd.read_csv(tmp_path / "pck" / "history.csv")) == len(trained.history["changed"])
     assert set(training.predict_clusters(trained.model, data.x_test)) <= {0, 1}
     assert set(training.TRAINERS) == {"dcgmm", "vade", "pckmeans", "sdec", "cidec"}
+
+
+def test_steps_per_execution_leaves_the_training_unchanged():
+    """Several steps per compiled call (the default 32) train exactly as one step per call, also when an epoch
+    (26 batches here) ends inside a call."""
+    import keras
+
+    from tests.helpers import small_model, weights_equal
+
+    x, y = toy_data(600)
+    constraints = ConstraintSet.from_labels(y, 100, seed=0)
+    config = RunConfig(cluster_init="gmm", restart_every=0, batch_size=32)
+    trained = []
+    for steps in (1, 7, 32):
+        model = small_model()
+        keras.utils.set_random_seed(0)
+        history = training.fit_mixture(model, config, x, constraints, epochs=2,
+                                       runtime=RuntimeConfig(verbose=0, steps_per_execution=steps))
+        trained.append((model.get_weights(), history["loss"], int(model.optimizer.iterations)))
+    for weights, losses, iterations in trained[1:]:
+        assert weights_equal(weights, trained[0][0]) and losses == trained[0][1] and iterations == trained[0][2]
