@@ -1,8 +1,9 @@
 """Active constraint selection: which pairs a person should label next.
 
-Every strategy is a pure function of the embeddings mu(x) [N, D], the cluster posteriors p(k | x) [N, K], the
-constraints already known and a seed, and returns ``num_pairs`` new pairs ``[n, 2]`` (``i < j``, none already
-known, none twice). None of them looks at the N^2 pairs: candidates come from nearest neighbours in the embedding.
+Every strategy is a pure function of the embeddings mu(x) [N, D], the cluster posteriors p(k | x) [N, K] (and,
+for ``disagree``, the inputs x), the constraints already known and a seed, and returns ``num_pairs`` new pairs ``[n, 2]`` (``i < j``, none already
+known, none twice). None of them looks at the N^2 pairs: candidates come from nearest neighbours, components or
+clusters.
 
 - ``random``: pairs drawn uniformly among the unknown ones (the paper's constraints; the control).
 - ``uncertain``: the pairs about which the model is least sure that they share a cluster, s_ij = sum_k p(k|x_i)
@@ -19,6 +20,9 @@ known, none twice). None of them looks at the N^2 pairs: candidates come from ne
   component it most likely shares a class with, s_ab = sum_c p(c|a) p(c|b), among those it has no link with yet,
   through typical members of both (among the nearest to the component's centre). A "yes" joins two parts of a
   class, a "no" corrects the model where it was surest.
+- ``disagree``: a second view, the inputs themselves. Nearest neighbours among the inputs' first principal
+  components are mostly of one class; the pairs of them that the model puts in different clusters, nearest
+  first (diverse as in ``uncertain``), are where the model most likely split a class.
 
 :func:`suggest_pairs` computes the embeddings and posteriors of a trained model and calls :func:`select_pairs`.
 """
@@ -27,15 +31,17 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.cluster import KMeans
+from sklearn.decomposition import PCA
 from sklearn.neighbors import NearestNeighbors
 
 from dcgmm_tf.cluster_init import default_components, fit_latent_classes, link_metric
 from dcgmm_tf.constraints import ConstraintSet, flip_probability
 
-STRATEGIES = ("random", "uncertain", "explore", "consolidate")
+STRATEGIES = ("random", "uncertain", "explore", "consolidate", "disagree")
 NUM_NEIGHBOURS = 10
 MAX_ANCHORS = 10_000  # anchors of the nearest-neighbour candidates: the cost does not grow with N beyond this
 MAX_EXPLORE_CANDIDATES = 3_000  # samples per cluster among which `explore` chooses
+INPUT_COMPONENTS = 50  # `disagree` finds neighbours among the inputs' first principal components
 TYPICAL_MEMBERS = 20  # `consolidate` asks through one of the this many members nearest to a component's centre
 
 
@@ -110,19 +116,14 @@ def _neighbour_candidates(z: np.ndarray, p: np.ndarray, rng: np.random.Generator
     return np.concatenate(pairs)
 
 
-def uncertain_pairs(z: np.ndarray, p: np.ndarray, picked: _Picked, num_pairs: int,
-                    rng: np.random.Generator) -> None:
-    """Adds to ``picked`` the candidate pairs with s_ij nearest 1/2 (see the module docstring)."""
-    candidates = _neighbour_candidates(z, p, rng)
-    same = np.einsum("nk,nk->n", p[candidates[:, 0]], p[candidates[:, 1]])  # s_ij
-    doubt = same * (1.0 - same)  # largest at s_ij = 1/2
-    order = np.lexsort((rng.random(len(candidates)), -doubt))
-    clusters = p.argmax(axis=1)
-    k = p.shape[1]
-    cap = max(1, -(-num_pairs * 2 // (k * (k + 1) // 2)))  # twice an even share of the pairs of clusters
-    used_samples = np.zeros(len(z), bool)
+def _take_diverse(candidates: np.ndarray, clusters: np.ndarray, picked: _Picked, num_pairs: int) -> None:
+    """Adds ``candidates`` (pairs [m, 2], best first) to ``picked`` until it holds ``num_pairs``, at most one pair per
+    sample and at most twice an even share of the pairs per pair of clusters."""
+    k = int(clusters.max()) + 1
+    cap = max(1, -(-num_pairs * 2 // (k * (k + 1) // 2)))
+    used_samples = np.zeros(len(clusters), bool)
     per_cluster_pair: dict[tuple[int, int], int] = {}
-    for i, j in candidates[order]:
+    for i, j in candidates:
         if len(picked.pairs) == num_pairs:
             return
         if used_samples[i] or used_samples[j]:
@@ -133,6 +134,35 @@ def uncertain_pairs(z: np.ndarray, p: np.ndarray, picked: _Picked, num_pairs: in
         if picked.add(i, j):
             used_samples[[i, j]] = True
             per_cluster_pair[clusters_ij] = per_cluster_pair.get(clusters_ij, 0) + 1
+
+
+def uncertain_pairs(z: np.ndarray, p: np.ndarray, picked: _Picked, num_pairs: int,
+                    rng: np.random.Generator) -> None:
+    """Adds to ``picked`` the candidate pairs with s_ij nearest 1/2 (see the module docstring)."""
+    candidates = _neighbour_candidates(z, p, rng)
+    same = np.einsum("nk,nk->n", p[candidates[:, 0]], p[candidates[:, 1]])  # s_ij
+    doubt = same * (1.0 - same)  # largest at s_ij = 1/2
+    order = np.lexsort((rng.random(len(candidates)), -doubt))
+    _take_diverse(candidates[order], p.argmax(axis=1), picked, num_pairs)
+
+
+def disagree_pairs(features: np.ndarray, p: np.ndarray, picked: _Picked, num_pairs: int,
+                   rng: np.random.Generator) -> None:
+    """Adds to ``picked`` nearest neighbours in the input space that the model puts in different clusters, the
+    nearest first (see the module docstring)."""
+    f = features.reshape(len(features), -1).astype(np.float32)
+    n = len(f)
+    dims = min(INPUT_COMPONENTS, f.shape[1], n)
+    fitted = rng.choice(n, min(n, MAX_ANCHORS), replace=False)
+    g = PCA(dims, svd_solver="randomized", random_state=int(rng.integers(2**31))).fit(f[fitted]).transform(f)
+    anchors = np.sort(rng.choice(n, min(n, MAX_ANCHORS), replace=False))
+    k = min(NUM_NEIGHBOURS + 1, n)
+    distance, neighbours = NearestNeighbors(n_neighbors=k).fit(g).kneighbors(g[anchors])
+    candidates = np.stack([np.repeat(anchors, k), neighbours.ravel()], axis=1)
+    clusters = p.argmax(axis=1)
+    cross = clusters[candidates[:, 0]] != clusters[candidates[:, 1]]
+    candidates, distance = candidates[cross], distance.ravel()[cross]
+    _take_diverse(candidates[np.lexsort((rng.random(len(candidates)), distance))], clusters, picked, num_pairs)
 
 
 def explore_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, picked: _Picked, num_pairs: int,
@@ -212,7 +242,7 @@ def consolidate_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, 
 
 
 def select_pairs(embeddings: np.ndarray, posteriors: np.ndarray, constraints: ConstraintSet, num_pairs: int,
-                 strategy: str = "uncertain", seed: int = 0) -> np.ndarray:
+                 strategy: str = "uncertain", seed: int = 0, features: np.ndarray | None = None) -> np.ndarray:
     """The ``num_pairs`` pairs [n, 2] (``i < j``, in the order chosen) that ``strategy`` asks about next.
 
     Args:
@@ -222,6 +252,7 @@ def select_pairs(embeddings: np.ndarray, posteriors: np.ndarray, constraints: Co
       num_pairs: How many pairs to suggest, at most the number of unknown pairs.
       strategy: One of :data:`STRATEGIES`.
       seed: Seed of the random choices; the same inputs and seed give the same pairs.
+      features: The inputs x of every sample, [N, ...]; needed by ``disagree`` only.
 
     When a strategy finds fewer new candidates than asked (tiny data sets), random unknown pairs fill the rest.
     """
@@ -235,6 +266,10 @@ def select_pairs(embeddings: np.ndarray, posteriors: np.ndarray, constraints: Co
         explore_pairs(z, p, constraints, picked, num_pairs, rng)
     elif strategy == "consolidate":
         consolidate_pairs(z, p, constraints, picked, num_pairs, rng)
+    elif strategy == "disagree":
+        if features is None or len(features) != len(z):
+            raise ValueError("strategy disagree needs the inputs of every sample (features, [N, ...])")
+        disagree_pairs(np.asarray(features), p, picked, num_pairs, rng)
     random_pairs(len(z), picked, num_pairs, rng)
     return picked.result()
 
@@ -244,7 +279,7 @@ def suggest_pairs(model, x: np.ndarray, constraints: ConstraintSet, num_pairs: i
     """The next ``num_pairs`` pairs of rows of ``x`` to ask about, from a trained :class:`~dcgmm_tf.DCGMM`
     (its embeddings and cluster posteriors; see :func:`select_pairs`). ``constraints`` index the rows of ``x``."""
     posteriors = model.predict(x, batch_size=batch_size, verbose=0)
-    return select_pairs(model.embed(x, batch_size), posteriors, constraints, num_pairs, strategy, seed)
+    return select_pairs(model.embed(x, batch_size), posteriors, constraints, num_pairs, strategy, seed, features=x)
 
 
 def answered(constraints: ConstraintSet, pairs: np.ndarray, labels: np.ndarray, weight: float) -> ConstraintSet:

@@ -29,14 +29,15 @@ def blobs(n=600, k=4, seed=0):
 def test_pairs_are_valid_new_distinct_and_fixed_by_the_seed(strategy):
     z, y, p = blobs()
     known = ConstraintSet.from_labels(y, 50, seed=0)
-    pairs = active.select_pairs(z, p, known, 120, strategy, seed=3)
+    features = np.concatenate([z, np.random.default_rng(1).random((len(z), 5))], axis=1)  # the "inputs"
+    pairs = active.select_pairs(z, p, known, 120, strategy, seed=3, features=features)
     assert pairs.shape == (120, 2) and pairs.dtype == np.int64
     assert np.all(pairs[:, 0] < pairs[:, 1]) and pairs.min() >= 0 and pairs.max() < len(z)
     keys = pairs[:, 0] * len(z) + pairs[:, 1]
     assert len(np.unique(keys)) == 120
     assert not np.isin(keys, known.i * len(z) + known.j).any()
-    np.testing.assert_array_equal(pairs, active.select_pairs(z, p, known, 120, strategy, seed=3))
-    assert not np.array_equal(pairs, active.select_pairs(z, p, known, 120, strategy, seed=4))
+    np.testing.assert_array_equal(pairs, active.select_pairs(z, p, known, 120, strategy, seed=3, features=features))
+    assert not np.array_equal(pairs, active.select_pairs(z, p, known, 120, strategy, seed=4, features=features))
 
 
 def test_uncertain_asks_about_the_pairs_the_model_doubts():
@@ -60,6 +61,28 @@ def test_explore_goes_to_the_clusters_without_constraints():
     pairs = active.select_pairs(z, p, known, 30, "explore", seed=0)
     assert not np.isin(clusters[pairs], [0]).all(axis=1).any()
     assert len(np.unique(clusters[pairs[:, 0]])) == 3  # the three others share the pairs
+
+
+def test_disagree_asks_about_input_neighbours_the_model_separates():
+    z, y, p = blobs()
+    wrong = np.random.default_rng(5).random(len(z)) < 0.2  # the model puts a fifth of the samples in a wrong cluster
+    p_wrong = np.where(wrong[:, None], np.roll(p, 1, axis=1), p)
+    features = np.eye(4)[y] * 3 + np.random.default_rng(6).normal(0, 0.3, (len(z), 4))  # inputs reveal the class
+    pairs = active.select_pairs(z, p_wrong, ConstraintSet.empty(len(z)), 20, "disagree", seed=0, features=features)
+    clusters = p_wrong.argmax(1)
+    split = clusters[pairs[:, 0]] != clusters[pairs[:, 1]]
+    assert split.mean() >= 0.9  # the rest is the random fill once the diverse candidates are used up
+    assert (y[pairs[split, 0]] == y[pairs[split, 1]]).mean() > 0.9  # must-links that join what the model split
+    with pytest.raises(ValueError, match="needs the inputs"):
+        active.select_pairs(z, p, ConstraintSet.empty(len(z)), 5, "disagree")
+
+
+def test_consolidate_asks_each_component_about_its_likeliest_partner():
+    z, y, p = blobs()  # 12 components (K' = N / 50), three per blob
+    pairs = active.select_pairs(z, p, ConstraintSet.empty(len(z)), 10, "consolidate", seed=0)
+    clusters = p.argmax(1)
+    assert (clusters[pairs[:, 0]] == clusters[pairs[:, 1]]).mean() >= 0.6  # partners within the cluster first
+    assert (y[pairs[:, 0]] == y[pairs[:, 1]]).mean() >= 0.6  # so must-links, where random pairs give ~1/4
 
 
 def test_tiny_sets_are_filled_up_and_bad_requests_refused():
