@@ -38,6 +38,8 @@ class ActiveSchedule:
     start_epochs: int = setting(30, "Epochs of training with the start_pairs before the first round.", lower=1)
     round_epochs: int = setting(5, "Epochs of training after each round's answers (ending with a restart of the "
                                 "mixture).", lower=1)
+    final_epochs: int = setting(0, "Epochs of training after the last round, without new pairs (one more row), "
+                                "e.g. to compare a small budget with a larger one at equal training.", lower=0)
 
     def __post_init__(self):
         check_fields(self)
@@ -94,19 +96,23 @@ def simulate(config: RunConfig, data: Dataset, strategies: Sequence[str], schedu
         curve = [{"strategy": strategy, "seed": config.seed, "num_pairs": len(start), **start_scores,
                   "must_links": int(constraints.must_link_mask.sum()), "epochs": epochs,
                   "seconds": round(start_seconds, 1)}]
-        for number, budget in enumerate(schedule.budgets, start=1):
+        rounds = [(number, budget, schedule.round_epochs) for number, budget in enumerate(schedule.budgets, 1)]
+        if schedule.final_epochs:
+            rounds.append((len(rounds) + 1, schedule.budgets[-1], schedule.final_epochs))
+        for number, budget, round_epochs in rounds:
             clock = time.perf_counter()
-            pairs = active.suggest_pairs(model, x_train, constraints, budget - len(constraints), strategy,
-                                         seed=1000 * config.seed + number, batch_size=runtime.eval_batch_size)
-            constraints = active.answered(constraints, pairs, y_train, weight)
+            if budget > len(constraints):
+                pairs = active.suggest_pairs(model, x_train, constraints, budget - len(constraints), strategy,
+                                             seed=1000 * config.seed + number, batch_size=runtime.eval_batch_size)
+                constraints = active.answered(constraints, pairs, y_train, weight)
             keras.utils.set_random_seed(config.seed + number)
             # The noise of the round follows its seed alone: curves do not depend on the strategies run before
             # them in the process, nor on whether the start came from the cache.
             model.seed_generator.state.assign(np.array([config.seed + number, 0]).astype(
                 model.seed_generator.state.dtype))
             fit_mixture(model, dataclasses.replace(config, seed=config.seed + number), x_train, constraints,
-                        epochs=schedule.round_epochs, runtime=runtime)
-            epochs += schedule.round_epochs
+                        epochs=round_epochs, runtime=runtime)
+            epochs += round_epochs
             scores = _scores(model, x_test, y_test, runtime.eval_batch_size)
             curve.append({"strategy": strategy, "seed": config.seed, "num_pairs": len(constraints), **scores,
                           "must_links": int(constraints.must_link_mask.sum()), "epochs": epochs,

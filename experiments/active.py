@@ -34,7 +34,8 @@ from experiments.config_flags import config_from_flags, define_flags
 
 FLAGS = flags.FLAGS
 define_flags(ActiveSchedule)
-flags.DEFINE_list("strategies", ["random", "uncertain", "explore"], "Strategies of dcgmm_tf.active to compare.")
+flags.DEFINE_list("strategies", ["random", "uncertain", "explore", "consolidate", "disagree"],
+                  "Strategies of dcgmm_tf.active to compare.")
 flags.DEFINE_integer("suggest_pairs", 0, "Instead of the curves: train on the given constraints and write this "
                      "many pairs to ask about to --output_pairs (with the first of --strategies).", lower_bound=0)
 flags.DEFINE_string("output_pairs", None, "CSV written by --suggest_pairs.")
@@ -46,8 +47,11 @@ def schedule_key(schedule: ActiveSchedule) -> str:
     """The identity of a schedule in the curves CSV."""
     from dcgmm_tf.storage import settings_hash
 
+    fields = dataclasses.asdict(schedule)
+    if not fields["final_epochs"]:  # the key of curves written before the field existed
+        del fields["final_epochs"]
     return settings_hash({k: [str(v) for v in value] if isinstance(value, tuple) else value
-                          for k, value in dataclasses.asdict(schedule).items()})
+                          for k, value in fields.items()})
 
 
 def curves(config: RunConfig, runtime: RuntimeConfig, schedule: ActiveSchedule, strategies: Sequence[str],
