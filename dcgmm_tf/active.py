@@ -1,9 +1,9 @@
 """Active constraint selection: which pairs a person should label next.
 
 Every strategy is a pure function of the embeddings mu(x) [N, D], the cluster posteriors p(k | x) [N, K] (and,
-for ``disagree``, the inputs x), the constraints already known and a seed, and returns ``num_pairs`` new pairs ``[n, 2]`` (``i < j``, none already
-known, none twice). None of them looks at the N^2 pairs: candidates come from nearest neighbours, components or
-clusters.
+for ``disagree``, the inputs x), the constraints already known and a seed, and returns ``num_pairs`` new pairs
+``[n, 2]`` (``i < j``, none already known, none twice). None of them looks at the N^2 pairs: candidates come from
+nearest neighbours, components or clusters.
 
 - ``random``: pairs drawn uniformly among the unknown ones (the paper's constraints; the control).
 - ``uncertain``: the pairs about which the model is least sure that they share a cluster, s_ij = sum_k p(k|x_i)
@@ -84,7 +84,7 @@ def _check(embeddings: np.ndarray, posteriors: np.ndarray, constraints: Constrai
         raise ValueError(f"num_pairs must be in [1, {unknown}] (the pairs not yet known), got {num_pairs}")
 
 
-def random_pairs(num_samples: int, picked: _Picked, num_pairs: int, rng: np.random.Generator) -> None:
+def _random_pairs(num_samples: int, picked: _Picked, num_pairs: int, rng: np.random.Generator) -> None:
     """Adds uniformly drawn unknown pairs to ``picked`` until it holds ``num_pairs``."""
     while len(picked.pairs) < num_pairs:
         need = num_pairs - len(picked.pairs)
@@ -136,7 +136,7 @@ def _take_diverse(candidates: np.ndarray, clusters: np.ndarray, picked: _Picked,
             per_cluster_pair[clusters_ij] = per_cluster_pair.get(clusters_ij, 0) + 1
 
 
-def uncertain_pairs(z: np.ndarray, p: np.ndarray, picked: _Picked, num_pairs: int,
+def _uncertain_pairs(z: np.ndarray, p: np.ndarray, picked: _Picked, num_pairs: int,
                     rng: np.random.Generator) -> None:
     """Adds to ``picked`` the candidate pairs with s_ij nearest 1/2 (see the module docstring)."""
     candidates = _neighbour_candidates(z, p, rng)
@@ -146,7 +146,7 @@ def uncertain_pairs(z: np.ndarray, p: np.ndarray, picked: _Picked, num_pairs: in
     _take_diverse(candidates[order], p.argmax(axis=1), picked, num_pairs)
 
 
-def disagree_pairs(features: np.ndarray, p: np.ndarray, picked: _Picked, num_pairs: int,
+def _disagree_pairs(features: np.ndarray, p: np.ndarray, picked: _Picked, num_pairs: int,
                    rng: np.random.Generator) -> None:
     """Adds to ``picked`` nearest neighbours in the input space that the model puts in different clusters, the
     nearest first (see the module docstring)."""
@@ -165,7 +165,7 @@ def disagree_pairs(features: np.ndarray, p: np.ndarray, picked: _Picked, num_pai
     _take_diverse(candidates[np.lexsort((rng.random(len(candidates)), distance))], clusters, picked, num_pairs)
 
 
-def explore_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, picked: _Picked, num_pairs: int,
+def _explore_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, picked: _Picked, num_pairs: int,
                   rng: np.random.Generator) -> None:
     """Adds to ``picked`` pairs in the clusters with the fewest constrained samples (see the module docstring)."""
     clusters = p.argmax(axis=1)
@@ -198,7 +198,7 @@ def explore_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, pick
             distance = np.minimum(distance, closer)
 
 
-def consolidate_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, picked: _Picked, num_pairs: int,
+def _consolidate_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, picked: _Picked, num_pairs: int,
                       rng: np.random.Generator) -> None:
     """Adds to ``picked`` pairs of typical members of components likely to share a class (see the module
     docstring)."""
@@ -261,16 +261,16 @@ def select_pairs(embeddings: np.ndarray, posteriors: np.ndarray, constraints: Co
     rng = np.random.default_rng(seed)
     picked = _Picked(constraints)
     if strategy == "uncertain":
-        uncertain_pairs(z, p, picked, num_pairs, rng)
+        _uncertain_pairs(z, p, picked, num_pairs, rng)
     elif strategy == "explore":
-        explore_pairs(z, p, constraints, picked, num_pairs, rng)
+        _explore_pairs(z, p, constraints, picked, num_pairs, rng)
     elif strategy == "consolidate":
-        consolidate_pairs(z, p, constraints, picked, num_pairs, rng)
+        _consolidate_pairs(z, p, constraints, picked, num_pairs, rng)
     elif strategy == "disagree":
         if features is None or len(features) != len(z):
             raise ValueError("strategy disagree needs the inputs of every sample (features, [N, ...])")
-        disagree_pairs(np.asarray(features), p, picked, num_pairs, rng)
-    random_pairs(len(z), picked, num_pairs, rng)
+        _disagree_pairs(np.asarray(features), p, picked, num_pairs, rng)
+    _random_pairs(len(z), picked, num_pairs, rng)
     return picked.result()
 
 
