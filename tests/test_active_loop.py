@@ -1,0 +1,74 @@
+"""Active pair selection: the simulated loop and the runner, on toy data."""
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dcgmm_tf import ConstraintSet, training
+from dcgmm_tf.active_loop import ActiveSchedule, simulate
+from dcgmm_tf.config import RunConfig, RuntimeConfig
+from dcgmm_tf.data import load_dataset
+from experiments import active as active_runner
+from tests.helpers import toy_data
+
+
+@pytest.fixture(name="toy")
+def fixture_toy(tmp_path):
+    x, y = toy_data(400)
+    x_test, y_test = toy_data(100, seed=1)
+    np.savez(tmp_path / "toy.npz", x_train=x, y_train=y, x_test=x_test, y_test=y_test)
+    config = RunConfig(dataset=str(tmp_path / "toy.npz"), pretrain_epochs=1, latent_dim=2, batch_size=32,
+                       restart_every=2)
+    runtime = RuntimeConfig(verbose=0, output_dir=str(tmp_path / "out"),
+                            cache_dir=str(tmp_path / "cache"))
+    return config, runtime
+
+
+def test_loop_adds_the_pairs_of_each_round_from_one_start(toy):
+    config, runtime = toy
+    schedule = ActiveSchedule(start_pairs=20, budgets=(40, 70), start_epochs=1, round_epochs=1)
+    reported = []
+    rows = simulate(config, load_dataset(config.dataset), ["random", "uncertain"], schedule, runtime,
+                    reported.append)
+    frame = pd.DataFrame(rows)
+    assert len(reported) == 2 and [len(curve) for curve in reported] == [3, 3]
+    assert frame["num_pairs"].tolist() == [20, 40, 70] * 2 and frame["epochs"].tolist() == [1, 2, 3] * 2
+    start = frame[frame["num_pairs"] == 20]
+    assert start[["acc", "nmi", "ari"]].nunique().max() == 1  # both curves start from the same model
+    assert frame[["acc", "nmi", "ari"]].apply(lambda c: c.between(-1, 1)).all().all()
+    longer = dataclasses.replace(schedule, final_epochs=1)
+    again = simulate(config, load_dataset(config.dataset), ["uncertain"], longer, runtime)  # start from the cache
+    timeless = lambda curve: [{k: v for k, v in row.items() if k != "seconds"} for row in curve]  # noqa: E731
+    assert timeless(again[:3]) == timeless(row for row in rows if row["strategy"] == "uncertain")
+    assert again[3]["num_pairs"] == 70 and again[3]["epochs"] == 4  # trained on without new pairs
+    with pytest.raises(ValueError, match="method dcgmm"):
+        simulate(dataclasses.replace(config, method="vade"), load_dataset(config.dataset), ["random"], schedule)
+
+
+def test_runner_writes_curves_once_and_suggests_pairs_to_answer(toy, tmp_path):
+    config, runtime = toy
+    schedule = ActiveSchedule(start_pairs=20, budgets=(40,), start_epochs=1, round_epochs=1)
+    rows = active_runner.curves(config, runtime, schedule, ["random", "explore"], runs=1)
+    curves_csv = tmp_path / "out" / "curves.csv"
+    assert (tmp_path / "out" / "curves.png").stat().st_size > 0
+    written = pd.read_csv(curves_csv)
+    assert list(written.columns[:6]) == list(active_runner.CURVE_COLUMNS) and len(written) == 4
+    assert rows["seed"].unique().tolist() == [0] and sorted(rows["strategy"].unique()) == ["explore", "random"]
+    active_runner.curves(config, runtime, schedule, ["random", "explore"], runs=1)  # all done: nothing is rerun
+    assert len(pd.read_csv(curves_csv)) == 4
+
+    config = dataclasses.replace(config, epochs=1, num_constraints=30)
+    output = tmp_path / "ask.csv"
+    assert active_runner.suggest(config, runtime, "uncertain", 25, str(output)) == 25
+    asked = pd.read_csv(output)
+    assert list(asked.columns) == ["i", "j", "weight"] and asked["weight"].isna().all() and len(asked) == 25
+    with pytest.raises(ValueError, match="missing value for 'weight'"):  # unanswered pairs are refused
+        ConstraintSet.from_csv(output, 400)
+    y = load_dataset(config.dataset).y_train
+    asked["weight"] = np.where(y[asked["i"]] == y[asked["j"]], 1, -1)
+    asked.to_csv(output, index=False)
+    read = training.make_constraints(dataclasses.replace(config, constraints_file=str(output), alpha=9000.0), y)
+    assert len(read) == 25 and np.all(np.abs(read.weight) == 9000.0)
+    assert np.array_equal(np.sign(read.weight), np.where(y[read.i] == y[read.j], 1, -1))
