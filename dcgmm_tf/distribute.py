@@ -19,10 +19,8 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from dcgmm_tf import validation
 from dcgmm_tf.constraints import ConstraintSet
-from dcgmm_tf.data.pipeline import (EPOCH_SIGNATURE, batch_elements, constrained_dataset, epoch_arrays,
-                                    prefetch_without_autotune)
+from dcgmm_tf.data.pipeline import batch_elements, checked_inputs, epoch_arrays, epoch_rows, prefetch_without_autotune
 
 STRATEGIES = ("default", "mirrored", "multiworker")
 
@@ -54,16 +52,12 @@ def distributed_constrained_dataset(strategy: tf.distribute.Strategy, x: np.ndar
     own replicas' parts. The dataset runs through epochs ``initial_epoch, initial_epoch + 1, ...`` without
     end, so pass the returned steps to ``fit(..., steps_per_epoch=steps)``.
     """
-    steps = int(constrained_dataset(x, constraints, batch_size=batch_size, seed=seed, layout=layout).cardinality())
-    x = validation.check_data(x)
-    constraints = ConstraintSet.empty(len(x)) if constraints is None else constraints
+    x, constraints, steps = checked_inputs(x, constraints, batch_size, layout)
     num_replicas = strategy.num_replicas_in_sync
 
     def one_epoch(epoch: tf.Tensor) -> tf.data.Dataset:
-        arrays = tf.data.Dataset.from_generator(
-            lambda e: iter([epoch_arrays(len(x), constraints, batch_size, seed, e, layout, num_replicas)]),
-            args=(epoch,), output_signature=EPOCH_SIGNATURE)
-        return arrays.flat_map(lambda *arrays: tf.data.Dataset.from_tensor_slices(arrays))
+        return epoch_rows(lambda e: iter([epoch_arrays(len(x), constraints, batch_size, seed, e, layout,
+                                                       num_replicas)]), args=(epoch,))
 
     def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
         # The epoch number is part of the dataset (not of Python state), so every new iterator (Keras opens

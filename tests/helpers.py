@@ -25,6 +25,15 @@ def toy_data(n=256, seed=0):
     return np.clip(x, 0, 1), y
 
 
+def toy_npz(directory, num_train, num_test=100):
+    """``directory/toy.npz`` with :func:`toy_data` splits (test split drawn with seed 1); returns its path."""
+    x, y = toy_data(num_train)
+    x_test, y_test = toy_data(num_test, seed=1)
+    path = directory / "toy.npz"
+    np.savez(path, x_train=x, y_train=y, x_test=x_test, y_test=y_test)
+    return str(path)
+
+
 def small_model(num_clusters=2, seed=0, hidden=(64, 32)):
     """A DC-GMM for the 20 features of :func:`toy_data` with a small MLP, its initial weights fixed by ``seed``."""
     keras.utils.set_random_seed(seed)

@@ -11,15 +11,12 @@ from dcgmm_tf.active_loop import ActiveSchedule, simulate
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.data import load_dataset
 from experiments import active as active_runner
-from tests.helpers import toy_data
+from tests.helpers import toy_npz
 
 
 @pytest.fixture(name="toy")
 def fixture_toy(tmp_path):
-    x, y = toy_data(400)
-    x_test, y_test = toy_data(100, seed=1)
-    np.savez(tmp_path / "toy.npz", x_train=x, y_train=y, x_test=x_test, y_test=y_test)
-    config = RunConfig(dataset=str(tmp_path / "toy.npz"), pretrain_epochs=1, latent_dim=2, batch_size=32,
+    config = RunConfig(dataset=toy_npz(tmp_path, 400), pretrain_epochs=1, latent_dim=2, batch_size=32,
                        restart_every=2)
     runtime = RuntimeConfig(verbose=0, output_dir=str(tmp_path / "out"),
                             cache_dir=str(tmp_path / "cache"))

@@ -15,7 +15,7 @@ import pytest
 from dcgmm_tf import ConstraintSet
 from dcgmm_tf.callbacks import NonFiniteLossGuard, TrainingBackup, trim_history
 from dcgmm_tf.data import constrained_dataset
-from tests.helpers import small_model, toy_data, weights_equal
+from tests.helpers import small_model, toy_data, toy_npz, weights_equal
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -35,17 +35,18 @@ class Recorder(keras.callbacks.Callback):
 
 
 class Poison(keras.callbacks.Callback):
-    """Sets the cluster means to NaN before batch 1 of epoch ``epoch``."""
+    """Sets the cluster means to NaN before batch ``batch`` (0-based; with several steps per compiled call, the
+    first batch of a call) of epoch ``epoch``."""
 
-    def __init__(self, epoch):
+    def __init__(self, epoch, batch=1):
         super().__init__()
-        self.epoch, self.current = epoch, None
+        self.epoch, self.batch, self.current = epoch, batch, None
 
     def on_epoch_begin(self, epoch, logs=None):
         self.current = epoch
 
     def on_train_batch_begin(self, batch, logs=None):
-        if self.current == self.epoch and batch == 1:
+        if self.current == self.epoch and batch == self.batch:
             self.model.cluster_means.assign(np.full(self.model.cluster_means.shape, np.nan, np.float32))
 
 
@@ -79,28 +80,13 @@ def test_guard_stops_and_rolls_back_to_last_good_state(tmp_path):
             guard.raise_if_stopped()
 
 
-class PoisonAtStep(keras.callbacks.Callback):
-    """Sets the cluster means to NaN before the compiled call that starts at batch ``step`` of epoch 2."""
-
-    def __init__(self, step):
-        super().__init__()
-        self.step, self.epoch = step, None
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self.epoch = epoch
-
-    def on_train_batch_begin(self, batch, logs=None):
-        if self.epoch == 1 and batch == self.step:
-            self.model.cluster_means.assign(np.full(self.model.cluster_means.shape, np.nan, np.float32))
-
-
 def test_guard_checks_once_per_call_with_several_steps_per_call():
     x, y = toy_data(256)
     model = small_model()
     model.compile(optimizer=keras.optimizers.Adam(1e-3), steps_per_execution=3)
     data = constrained_dataset(x, ConstraintSet.from_labels(y, 50), batch_size=32)
     guard, recorder = NonFiniteLossGuard(), Recorder()
-    model.fit(data, epochs=4, callbacks=[PoisonAtStep(3), guard, recorder], verbose=0)
+    model.fit(data, epochs=4, callbacks=[Poison(1, batch=3), guard, recorder], verbose=0)
     assert "in epoch 2, batch 6;" in guard.error  # the call of batches 4-6 turned the loss NaN
     assert weights_equal(model.get_weights(), recorder.weights[0])
     assert len(recorder.batch_losses) == -(-int(data.cardinality()) // 3) + 2  # epoch 1's calls, then 2 of epoch 2
@@ -209,9 +195,7 @@ def history(out):
 def fixture_cli_runs(tmp_path_factory):
     """Two uninterrupted runs with the same seed (in parallel) and one killed after 2 epochs and restarted."""
     tmp_path = tmp_path_factory.mktemp("cli")
-    x, y = toy_data(200)
-    x_test, y_test = toy_data(100, seed=1)
-    np.savez(tmp_path / "toy.npz", x_train=x, y_train=y, x_test=x_test, y_test=y_test)
+    toy_npz(tmp_path, 200)
     procs = [subprocess.Popen(cli_command(tmp_path, name), cwd=REPO, stderr=subprocess.PIPE, text=True)
              for name in ("a", "b", "killed")]
     log = tmp_path / "killed" / "runs" / "dcgmm-toy-seed3" / "history.csv"

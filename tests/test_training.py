@@ -11,7 +11,7 @@ from dcgmm_tf import ConstraintSet, training
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.data import load_dataset
 from experiments import results, run, runs
-from tests.helpers import toy_data
+from tests.helpers import toy_data, toy_npz
 
 METRICS = ["acc", "nmi", "ari", "constraint_satisfaction", "pretrain_acc"]
 
@@ -19,10 +19,7 @@ METRICS = ["acc", "nmi", "ari", "constraint_satisfaction", "pretrain_acc"]
 @pytest.fixture(name="toy")
 def fixture_toy(tmp_path):
     """toy.npz (600 training, 100 test samples), a tiny config and a runtime config writing under tmp_path."""
-    x, y = toy_data(600)
-    x_test, y_test = toy_data(100, seed=1)
-    np.savez(tmp_path / "toy.npz", x_train=x, y_train=y, x_test=x_test, y_test=y_test)
-    config = RunConfig(dataset=str(tmp_path / "toy.npz"), epochs=2, pretrain_epochs=1, num_constraints=100,
+    config = RunConfig(dataset=toy_npz(tmp_path, 600), epochs=2, pretrain_epochs=1, num_constraints=100,
                        latent_dim=2, batch_size=32, restart_every=2)
     runtime = RuntimeConfig(deterministic=False, verbose=0, eval_every=1, output_dir=str(tmp_path / "out"),
                             cache_dir=str(tmp_path / "cache"))

@@ -27,7 +27,7 @@ from keras import ops
 from sklearn.cluster import KMeans
 
 from dcgmm_tf.constraints import ConstraintSet
-from dcgmm_tf.data.pipeline import prefetch_without_autotune
+from dcgmm_tf.data.pipeline import padded_rows, prefetch_without_autotune
 
 
 def student_t_log_assignments(z, centers, alpha: float = 1.0):
@@ -128,10 +128,8 @@ def shuffled_batches(arrays: dict[str, np.ndarray], batch_size: int, rng: np.ran
     slices, gathers = {}, []
     for number, (source, rows) in enumerate(parts):
         lengths = np.array([len(rows[b]) for b in sequence], np.int64)
-        padded = np.zeros((num_batches, max(int(lengths.max()), 1)), np.int64)
-        for k, b in enumerate(sequence):
-            padded[k, :len(rows[b])] = rows[b]
-        slices[f"rows{number}"], slices[f"lengths{number}"] = padded, lengths
+        slices[f"rows{number}"] = padded_rows(np.concatenate([rows[b] for b in sequence]).astype(np.int64), lengths)
+        slices[f"lengths{number}"] = lengths
         gathers.append({name: tf.constant(value) for name, value in source.items()})
 
     def batch(element: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:

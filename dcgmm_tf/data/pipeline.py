@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import tensorflow as tf
@@ -143,7 +143,7 @@ EPOCH_SIGNATURE = (tf.TensorSpec((None, None), tf.int64), tf.TensorSpec((None,),
                    tf.TensorSpec((None,), tf.int64))
 
 
-def _padded(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+def padded_rows(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Rows of ``values`` cut by ``lengths``, as one array [rows, max length, ...] padded with zeros."""
     out = np.zeros((len(lengths), max(int(lengths.max(initial=0)), 1), *values.shape[1:]), values.dtype)
     row = np.repeat(np.arange(len(lengths)), lengths)
@@ -172,8 +172,8 @@ def epoch_arrays(num_samples: int, constraints: ConstraintSet, batch_size: int, 
     batch = np.repeat(np.arange(len(lengths)), lengths)[rows]
     positions = np.stack([rows - starts[batch], cols - starts[batch]], axis=1)
     counts = np.bincount(batch, minlength=len(lengths)).astype(np.int64)
-    return (_padded(indices, lengths), lengths, _padded(positions, counts), _padded(weights.astype(np.float32), counts),
-            counts)
+    return (padded_rows(indices, lengths), lengths, padded_rows(positions, counts),
+            padded_rows(weights.astype(np.float32), counts), counts)
 
 
 def batch_elements(dataset: tf.data.Dataset, x: np.ndarray) -> tf.data.Dataset:
@@ -189,6 +189,26 @@ def batch_elements(dataset: tf.data.Dataset, x: np.ndarray) -> tf.data.Dataset:
     return dataset.map(element, num_parallel_calls=2, deterministic=True)
 
 
+def checked_inputs(x: np.ndarray, constraints: ConstraintSet | None, batch_size: int, layout: str
+                   ) -> tuple[np.ndarray, ConstraintSet, int]:
+    """``x`` checked, its constraints (empty when None) checked against it, and the batches per epoch of
+    ``layout`` (the same for every epoch, whatever its order); raises ``ValueError`` on bad input."""
+    x = validation.check_data(x)
+    if constraints is None:
+        constraints = ConstraintSet.empty(len(x))
+    if constraints.num_samples != len(x):
+        raise ValueError(f"the constraints index {constraints.num_samples} samples but x holds {len(x)}")
+    if batch_size < 2:
+        raise ValueError(f"batch_size must be at least 2, got {batch_size}")
+    return x, constraints, len(epoch_batches(len(x), constraints, batch_size, np.random.default_rng(0), layout))
+
+
+def epoch_rows(generator: Callable[..., Iterator[tuple[np.ndarray, ...]]], args: tuple = ()) -> tf.data.Dataset:
+    """The batches (rows of :func:`epoch_arrays`) of the epoch that ``generator(*args)`` yields, one element each."""
+    return tf.data.Dataset.from_generator(generator, args=args or None, output_signature=EPOCH_SIGNATURE).flat_map(
+        lambda *arrays: tf.data.Dataset.from_tensor_slices(arrays))
+
+
 def constrained_dataset(x: np.ndarray, constraints: ConstraintSet | None = None, batch_size: int = 256,
                         seed: int = 0, layout: str = "separate", initial_epoch: int = 0) -> tf.data.Dataset:
     """A dataset of ``(x_batch, W_batch)`` for ``DCGMM.fit``; each iteration is one epoch.
@@ -199,21 +219,12 @@ def constrained_dataset(x: np.ndarray, constraints: ConstraintSet | None = None,
     ``fit``'s ``initial_epoch`` when resuming a run). Python runs once per epoch (:func:`epoch_arrays`);
     each batch's samples and W block are made by TensorFlow ops in the input graph (:func:`batch_elements`).
     """
-    x = validation.check_data(x)
-    if constraints is None:
-        constraints = ConstraintSet.empty(len(x))
-    if constraints.num_samples != len(x):
-        raise ValueError(f"the constraints index {constraints.num_samples} samples but x holds {len(x)}")
-    if batch_size < 2:
-        raise ValueError(f"batch_size must be at least 2, got {batch_size}")
-    steps = len(epoch_batches(len(x), constraints, batch_size, np.random.default_rng(seed), layout))
+    x, constraints, steps = checked_inputs(x, constraints, batch_size, layout)
     epoch = [initial_epoch]
 
     def one_epoch():
         epoch[0] += 1
         yield epoch_arrays(len(x), constraints, batch_size, seed, epoch[0] - 1, layout)
 
-    batches = tf.data.Dataset.from_generator(one_epoch, output_signature=EPOCH_SIGNATURE).flat_map(
-        lambda *arrays: tf.data.Dataset.from_tensor_slices(arrays))
-    dataset = batch_elements(batches, x)
+    dataset = batch_elements(epoch_rows(one_epoch), x)
     return prefetch_without_autotune(dataset.apply(tf.data.experimental.assert_cardinality(steps)))
