@@ -20,6 +20,12 @@ nearest neighbours, components or clusters.
   component it most likely shares a class with, s_ab = sum_c p(c|a) p(c|b), among those it has no link with yet,
   through typical members of both (among the nearest to the component's centre). A "yes" joins two parts of a
   class, a "no" corrects the model where it was surest.
+- ``anchor``: the same components and beliefs, asked through anchors: one sample of each of the largest known
+  must-link groups (and, for classes without one, the most typical member of the component surest of it), one per
+  cluster. First the anchors not yet linked with each other, likeliest to share a class first (a "yes" merges two
+  groups, a "no" separates them); then new samples, one per component in turn (largest first, nearest to the centre
+  first), each with the anchor most likely of its class. Every answer places a new sample relative to a group the
+  person has already seen, so the groups grow and the answers spread over many samples.
 - ``disagree``: a second view, the inputs themselves. Nearest neighbours among the inputs' first principal
   components are mostly of one class; the pairs of them that the model puts in different clusters, nearest
   first (diverse as in ``uncertain``), are where the model most likely split a class.
@@ -29,6 +35,8 @@ nearest neighbours, components or clusters.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from sklearn.cluster import KMeans
 from sklearn.decomposition import PCA
@@ -37,12 +45,13 @@ from sklearn.neighbors import NearestNeighbors
 from dcgmm_tf.cluster_init import default_components, fit_latent_classes, link_metric
 from dcgmm_tf.constraints import ConstraintSet, flip_probability
 
-STRATEGIES = ("random", "uncertain", "explore", "consolidate", "disagree")
+STRATEGIES = ("random", "uncertain", "explore", "consolidate", "anchor", "disagree")
 NUM_NEIGHBOURS = 10
 MAX_ANCHORS = 10_000  # anchors of the nearest-neighbour candidates: the cost does not grow with N beyond this
 MAX_EXPLORE_CANDIDATES = 3_000  # samples per cluster among which `explore` chooses
 INPUT_COMPONENTS = 50  # `disagree` finds neighbours among the inputs' first principal components
 TYPICAL_MEMBERS = 20  # `consolidate` asks through one of the this many members nearest to a component's centre
+ANCHORS_PER_CLASS = 1  # `anchor` keeps this many anchors per cluster
 
 
 class _Picked:
@@ -198,33 +207,52 @@ def _explore_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, pic
             distance = np.minimum(distance, closer)
 
 
-def _consolidate_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, picked: _Picked, num_pairs: int,
-                      rng: np.random.Generator) -> None:
-    """Adds to ``picked`` pairs of typical members of components likely to share a class (see the module
-    docstring)."""
+class _Components(NamedTuple):
+    """The embeddings over-clustered in the links' metric, with what the latent class model believes of each part."""
+
+    labels: np.ndarray  # component of every sample [N]
+    sizes: np.ndarray  # samples per component [K']
+    theta: np.ndarray  # p(c | a), class distribution of every component [K', K]
+    distance: np.ndarray  # squared distance of every sample to its component's centre, in the links' metric [N]
+
+
+def _components(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, rng: np.random.Generator) -> _Components:
+    """K' k-means components of the embeddings mapped by the links' metric and their class distributions, from the
+    latent class model of the known links (as the default start computes them, warm-started from the model's
+    clusters), or from the model's clusters alone when no link is known."""
     n, k = p.shape
     num_components = default_components(k, n)
     mapped = z @ link_metric(z, constraints) if len(constraints) else z
     kmeans = KMeans(num_components, n_init=1, random_state=int(rng.integers(2**31))).fit(mapped)
-    component = kmeans.labels_
-    sizes = np.bincount(component, minlength=num_components).astype(np.float64)
-    a, b = component[constraints.i], component[constraints.j]
+    labels = kmeans.labels_
+    sizes = np.bincount(labels, minlength=num_components).astype(np.float64)
+    counts = np.eye(num_components)[labels].T @ p  # samples per component and model cluster
     if len(constraints):
-        log_p, _ = fit_latent_classes(a, b, constraints.must_link_mask, flip_probability(constraints.weight), sizes, k,
-                                      seed=int(rng.integers(2**31)), n_init=3,
-                                      warm_start=np.eye(num_components)[component].T @ p)
+        log_p, _ = fit_latent_classes(labels[constraints.i], labels[constraints.j], constraints.must_link_mask,
+                                      flip_probability(constraints.weight), sizes, k, seed=int(rng.integers(2**31)),
+                                      n_init=3, warm_start=counts)
         theta = np.exp(log_p)
     else:
-        theta = (np.eye(num_components)[component].T @ p + 1e-3) / (sizes[:, None] + k * 1e-3)
-    same = theta @ theta.T  # s_ab
+        theta = (counts + 1e-3) / (sizes[:, None] + k * 1e-3)
+    distance = ((mapped - kmeans.cluster_centers_[labels]) ** 2).sum(1)
+    return _Components(labels, sizes, theta, distance)
+
+
+def _consolidate_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, picked: _Picked, num_pairs: int,
+                       rng: np.random.Generator) -> None:
+    """Adds to ``picked`` pairs of typical members of components likely to share a class (see the module
+    docstring)."""
+    parts = _components(z, p, constraints, rng)
+    num_components = len(parts.sizes)
+    same = parts.theta @ parts.theta.T  # s_ab
+    a, b = parts.labels[constraints.i], parts.labels[constraints.j]
     linked = np.zeros((num_components, num_components), bool)
     linked[a, b] = linked[b, a] = True
     np.fill_diagonal(linked, True)
     must = constraints.must_link_mask & (a != b)
     degree = np.bincount(np.concatenate([a[must], b[must]]), minlength=num_components)
-    distance = ((mapped - kmeans.cluster_centers_[component]) ** 2).sum(1)
-    typical = [members[np.argsort(distance[members], kind="stable")[:TYPICAL_MEMBERS]]
-               for members in (np.flatnonzero(component == c) for c in range(num_components))]
+    typical = [members[np.argsort(parts.distance[members], kind="stable")[:TYPICAL_MEMBERS]]
+               for members in (np.flatnonzero(parts.labels == c) for c in range(num_components))]
     order = np.lexsort((rng.random(num_components), degree))  # fewest must-links first, ties at random
     while len(picked.pairs) < num_pairs:
         asked = False
@@ -239,6 +267,67 @@ def _consolidate_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet,
             asked |= picked.add(rng.choice(typical[first]), rng.choice(typical[second]))
         if not asked:  # every pair of components is linked: the rest is random
             return
+
+
+def _anchors(parts: _Components, constraints: ConstraintSet, num_anchors: int) -> tuple[np.ndarray, np.ndarray]:
+    """Up to ``num_anchors`` anchor samples and their class distributions [A, K]: one member of each of the largest
+    known must-link groups, then, for the classes the groups cover least, the most typical member of the component
+    surest of that class."""
+    n, k = len(parts.labels), parts.theta.shape[1]
+    groups = constraints.must_link_components()
+    ends = np.unique(np.concatenate([constraints.i, constraints.j]))
+    group_sizes = np.bincount(groups[ends], minlength=n)
+    largest = np.flatnonzero(group_sizes >= 2)
+    largest = largest[np.argsort(-group_sizes[largest], kind="stable")][:num_anchors]
+    anchors, beliefs = [], []
+    for group in largest:
+        members = ends[groups[ends] == group]
+        anchors.append(int(members[0]))
+        beliefs.append(parts.theta[parts.labels[members]].mean(axis=0))
+    covered = np.sum(beliefs, axis=0) if beliefs else np.zeros(k)
+    large_enough = parts.sizes >= parts.sizes.mean() / 4  # an anchor stands for a real part of the data
+    for c in np.argsort(covered, kind="stable"):
+        if len(anchors) >= num_anchors:
+            break
+        component = int(np.argmax(parts.theta[:, c] * large_enough))
+        members = np.flatnonzero(parts.labels == component)
+        anchor = int(members[np.argmin(parts.distance[members])])
+        if groups[anchor] not in groups[anchors]:  # not a second anchor of a group
+            anchors.append(anchor)
+            beliefs.append(parts.theta[component])
+    return np.asarray(anchors, np.int64), np.asarray(beliefs).reshape(-1, k)
+
+
+def _anchor_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, picked: _Picked, num_pairs: int,
+                  rng: np.random.Generator) -> None:
+    """Adds to ``picked`` pairs of anchors, then of new samples with anchors (see the module docstring)."""
+    parts = _components(z, p, constraints, rng)
+    anchors, beliefs = _anchors(parts, constraints, ANCHORS_PER_CLASS * p.shape[1])
+    groups = constraints.must_link_components()
+    known = set((groups[constraints.i] * len(groups) + groups[constraints.j]).tolist())
+    known |= set((groups[constraints.j] * len(groups) + groups[constraints.i]).tolist())
+    same = beliefs @ beliefs.T
+    first, second = np.triu_indices(len(anchors), 1)
+    unlinked = [m for m in range(len(first)) if groups[anchors[first[m]]] != groups[anchors[second[m]]]
+                and groups[anchors[first[m]]] * len(groups) + groups[anchors[second[m]]] not in known]
+    for m in sorted(unlinked, key=lambda m: -same[first[m], second[m]]):  # likeliest to share a class first
+        if len(picked.pairs) == num_pairs:
+            return
+        picked.add(anchors[first[m]], anchors[second[m]])
+    constrained = np.zeros(len(groups), bool)
+    constrained[constraints.i] = constrained[constraints.j] = True
+    constrained[anchors] = True
+    queues = []  # the new samples of every component, nearest to its centre first
+    for c in range(len(parts.sizes)):
+        members = np.flatnonzero((parts.labels == c) & ~constrained)
+        queues.append(members[np.argsort(parts.distance[members], kind="stable")])
+    partner = anchors[np.argmax(parts.theta @ beliefs.T, axis=1)] if len(anchors) else None
+    for position in range(max(map(len, queues), default=0)):
+        for c in np.argsort(-parts.sizes, kind="stable"):  # one new sample per component in turn, largest first
+            if len(picked.pairs) == num_pairs or partner is None:
+                return
+            if position < len(queues[c]):
+                picked.add(queues[c][position], partner[c])
 
 
 def select_pairs(embeddings: np.ndarray, posteriors: np.ndarray, constraints: ConstraintSet, num_pairs: int,
@@ -266,6 +355,8 @@ def select_pairs(embeddings: np.ndarray, posteriors: np.ndarray, constraints: Co
         _explore_pairs(z, p, constraints, picked, num_pairs, rng)
     elif strategy == "consolidate":
         _consolidate_pairs(z, p, constraints, picked, num_pairs, rng)
+    elif strategy == "anchor":
+        _anchor_pairs(z, p, constraints, picked, num_pairs, rng)
     elif strategy == "disagree":
         if features is None or len(features) != len(z):
             raise ValueError("strategy disagree needs the inputs of every sample (features, [N, ...])")

@@ -78,6 +78,25 @@ def test_consolidate_asks_each_component_about_its_likeliest_partner():
     assert (y[pairs[:, 0]] == y[pairs[:, 1]]).mean() >= 0.6  # so must-links, where random pairs give ~1/4
 
 
+def test_anchor_places_new_samples_next_to_known_groups():
+    z, y, p = blobs()
+    rng = np.random.default_rng(0)
+    groups = [rng.choice(np.flatnonzero(y == c), 3, replace=False) for c in range(4)]  # a must-link group per blob
+    i = np.concatenate([g[[0, 0]] for g in groups])
+    j = np.concatenate([g[[1, 2]] for g in groups])
+    known = ConstraintSet(i, j, np.ones(len(i)), len(z))
+    pairs = active.select_pairs(z, p, known, 60, "anchor", seed=0)
+    first = pairs[:6]  # one anchor per cluster, here the four groups, asked about each other
+    anchors = np.unique(first)
+    assert set(anchors.tolist()) == {int(g.min()) for g in groups} and (y[first[:, 0]] != y[first[:, 1]]).all()
+    later = pairs[6:]
+    on_anchor = np.isin(later, anchors)
+    assert on_anchor.any(axis=1).all()  # then every pair is a new sample with an anchor
+    new = later[~on_anchor]
+    assert len(np.unique(new)) == len(new) and not np.isin(new, np.concatenate(groups)).any()
+    assert (y[later[:, 0]] == y[later[:, 1]]).mean() >= 0.9  # each with the anchor of its class
+
+
 def test_tiny_sets_are_filled_up_and_bad_requests_refused():
     z, _, p = blobs(n=6)
     known = ConstraintSet([0], [1], [1.0], 6)
