@@ -34,8 +34,9 @@ from experiments.config_flags import config_from_flags, define_flags
 
 FLAGS = flags.FLAGS
 define_flags(ActiveSchedule)
-flags.DEFINE_list("strategies", ["random", "uncertain", "explore", "consolidate", "anchor", "disagree"],
-                  "Strategies of dcgmm_tf.active to compare.")
+flags.DEFINE_list("strategies", ["anchor", "random", "uncertain", "explore", "consolidate", "disagree"],
+                  "Strategies of dcgmm_tf.active to compare (the first, anchor by default, is the one "
+                  "--suggest_pairs uses).")
 flags.DEFINE_integer("suggest_pairs", 0, "Instead of the curves: train on the given constraints and write this "
                      "many pairs to ask about to --output_pairs (with the first of --strategies).", lower_bound=0)
 flags.DEFINE_string("output_pairs", None, "CSV written by --suggest_pairs.")
