@@ -304,13 +304,14 @@ def _anchor_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, pick
     parts = _components(z, p, constraints, rng)
     anchors, beliefs = _anchors(parts, constraints, ANCHORS_PER_CLASS * p.shape[1])
     groups = constraints.must_link_components()
-    known = set((groups[constraints.i] * len(groups) + groups[constraints.j]).tolist())
-    known |= set((groups[constraints.j] * len(groups) + groups[constraints.i]).tolist())
-    same = beliefs @ beliefs.T
+    n = len(groups)
+    linked = np.concatenate([groups[constraints.i] * n + groups[constraints.j],
+                             groups[constraints.j] * n + groups[constraints.i]])  # groups with a link between them
     first, second = np.triu_indices(len(anchors), 1)
-    unlinked = [m for m in range(len(first)) if groups[anchors[first[m]]] != groups[anchors[second[m]]]
-                and groups[anchors[first[m]]] * len(groups) + groups[anchors[second[m]]] not in known]
-    for m in sorted(unlinked, key=lambda m: -same[first[m], second[m]]):  # likeliest to share a class first
+    group_a, group_b = groups[anchors[first]], groups[anchors[second]]
+    ask = np.flatnonzero((group_a != group_b) & ~np.isin(group_a * n + group_b, linked))
+    same = (beliefs @ beliefs.T)[first[ask], second[ask]]
+    for m in ask[np.argsort(-same, kind="stable")]:  # the anchors likeliest to share a class first
         if len(picked.pairs) == num_pairs:
             return
         picked.add(anchors[first[m]], anchors[second[m]])
