@@ -93,6 +93,13 @@ def _check(embeddings: np.ndarray, posteriors: np.ndarray, constraints: Constrai
         raise ValueError(f"num_pairs must be in [1, {unknown}] (the pairs not yet known), got {num_pairs}")
 
 
+def _in_pairs(constraints: ConstraintSet) -> np.ndarray:
+    """Whether each sample is an end of a known pair [N]."""
+    ends = np.zeros(constraints.num_samples, bool)
+    ends[constraints.i] = ends[constraints.j] = True
+    return ends
+
+
 def _random_pairs(num_samples: int, picked: _Picked, num_pairs: int, rng: np.random.Generator) -> None:
     """Adds uniformly drawn unknown pairs to ``picked`` until it holds ``num_pairs``."""
     while len(picked.pairs) < num_pairs:
@@ -179,8 +186,7 @@ def _explore_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, pic
     """Adds to ``picked`` pairs in the clusters with the fewest constrained samples (see the module docstring)."""
     clusters = p.argmax(axis=1)
     k = p.shape[1]
-    constrained = np.zeros(len(z), bool)
-    constrained[constraints.i] = constrained[constraints.j] = True
+    constrained = _in_pairs(constraints)
     sizes = np.bincount(clusters, minlength=k)
     covered = np.bincount(clusters[constrained], minlength=k).astype(float)
     quota = np.zeros(k, int)
@@ -238,6 +244,12 @@ def _components(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, rng: n
     return _Components(labels, sizes, theta, distance)
 
 
+def _nearest_first(parts: _Components) -> list[np.ndarray]:
+    """The members of every component, nearest to its centre first (ties in index order)."""
+    order = np.lexsort((parts.distance, parts.labels))
+    return np.split(order, np.cumsum(parts.sizes.astype(np.int64))[:-1])
+
+
 def _consolidate_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, picked: _Picked, num_pairs: int,
                        rng: np.random.Generator) -> None:
     """Adds to ``picked`` pairs of typical members of components likely to share a class (see the module
@@ -251,8 +263,7 @@ def _consolidate_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet,
     np.fill_diagonal(linked, True)
     must = constraints.must_link_mask & (a != b)
     degree = np.bincount(np.concatenate([a[must], b[must]]), minlength=num_components)
-    typical = [members[np.argsort(parts.distance[members], kind="stable")[:TYPICAL_MEMBERS]]
-               for members in (np.flatnonzero(parts.labels == c) for c in range(num_components))]
+    typical = [members[:TYPICAL_MEMBERS] for members in _nearest_first(parts)]
     order = np.lexsort((rng.random(num_components), degree))  # fewest must-links first, ties at random
     while len(picked.pairs) < num_pairs:
         asked = False
@@ -269,13 +280,14 @@ def _consolidate_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet,
             return
 
 
-def _anchors(parts: _Components, constraints: ConstraintSet, num_anchors: int) -> tuple[np.ndarray, np.ndarray]:
+def _anchors(parts: _Components, nearest: list[np.ndarray], constraints: ConstraintSet,
+             num_anchors: int) -> tuple[np.ndarray, np.ndarray]:
     """Up to ``num_anchors`` anchor samples and their class distributions [A, K]: one member of each of the largest
     known must-link groups, then, for the classes the groups cover least, the most typical member of the component
-    surest of that class."""
+    surest of that class (``nearest``: the members of every component, nearest to its centre first)."""
     n, k = len(parts.labels), parts.theta.shape[1]
     groups = constraints.must_link_components()
-    ends = np.unique(np.concatenate([constraints.i, constraints.j]))
+    ends = np.flatnonzero(_in_pairs(constraints))
     group_sizes = np.bincount(groups[ends], minlength=n)
     largest = np.flatnonzero(group_sizes >= 2)
     largest = largest[np.argsort(-group_sizes[largest], kind="stable")][:num_anchors]
@@ -290,8 +302,7 @@ def _anchors(parts: _Components, constraints: ConstraintSet, num_anchors: int) -
         if len(anchors) >= num_anchors:
             break
         component = int(np.argmax(parts.theta[:, c] * large_enough))
-        members = np.flatnonzero(parts.labels == component)
-        anchor = int(members[np.argmin(parts.distance[members])])
+        anchor = int(nearest[component][0])
         if groups[anchor] not in groups[anchors]:  # not a second anchor of a group
             anchors.append(anchor)
             beliefs.append(parts.theta[component])
@@ -302,7 +313,8 @@ def _anchor_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, pick
                   rng: np.random.Generator) -> None:
     """Adds to ``picked`` pairs of anchors, then of new samples with anchors (see the module docstring)."""
     parts = _components(z, p, constraints, rng)
-    anchors, beliefs = _anchors(parts, constraints, ANCHORS_PER_CLASS * p.shape[1])
+    nearest = _nearest_first(parts)
+    anchors, beliefs = _anchors(parts, nearest, constraints, ANCHORS_PER_CLASS * p.shape[1])
     groups = constraints.must_link_components()
     n = len(groups)
     linked = np.concatenate([groups[constraints.i] * n + groups[constraints.j],
@@ -315,13 +327,9 @@ def _anchor_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, pick
         if len(picked.pairs) == num_pairs:
             return
         picked.add(anchors[first[m]], anchors[second[m]])
-    constrained = np.zeros(len(groups), bool)
-    constrained[constraints.i] = constrained[constraints.j] = True
+    constrained = _in_pairs(constraints)
     constrained[anchors] = True
-    queues = []  # the new samples of every component, nearest to its centre first
-    for c in range(len(parts.sizes)):
-        members = np.flatnonzero((parts.labels == c) & ~constrained)
-        queues.append(members[np.argsort(parts.distance[members], kind="stable")])
+    queues = [members[~constrained[members]] for members in nearest]  # the new samples, nearest to the centre first
     partner = anchors[np.argmax(parts.theta @ beliefs.T, axis=1)] if len(anchors) else None
     for position in range(max(map(len, queues), default=0)):
         for c in np.argsort(-parts.sizes, kind="stable"):  # one new sample per component in turn, largest first
