@@ -21,10 +21,11 @@ from dcgmm_tf import active, metrics
 from dcgmm_tf.config import RunConfig, RuntimeConfig, check_fields, setting
 from dcgmm_tf.constraints import ConstraintSet, default_alpha
 from dcgmm_tf.data import Dataset
+from dcgmm_tf.prepared import PreparedRun, prepare_run
 from dcgmm_tf.pretraining import load_cached_weights, save_cached_weights
 from dcgmm_tf.storage import array_hash, exclusive, settings_hash
 from dcgmm_tf.trainer_base import cache_path, predict_clusters
-from dcgmm_tf.training import fit_mixture, model_inputs, pretrained_model, subsets
+from dcgmm_tf.training import fit_config, precision_policy, started_model
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,22 +69,28 @@ def simulate(config: RunConfig, data: Dataset, strategies: Sequence[str], schedu
             raise ValueError(f"strategy must be one of {active.STRATEGIES}, got {strategy!r}")
     if config.method != "dcgmm":
         raise ValueError(f"active selection needs method dcgmm, got {config.method}")
-    data = subsets(data, config)
-    x_train, y_train, x_test, y_test = model_inputs(data, config)
-    if not len(x_test):
-        raise ValueError("active selection is scored on the test split, which is empty")
     weight = config.alpha or default_alpha(0.0)
-    num_clusters = config.num_clusters or data.num_classes
-    keras.utils.set_random_seed(config.seed)
     clock = time.perf_counter()
-    start = ConstraintSet.from_labels(y_train, schedule.start_pairs, alpha=weight, seed=config.seed)
-    model = pretrained_model(config, data, x_train, y_train, start, num_clusters, runtime)
+    run = prepare_run(config, data, constraints=lambda y: ConstraintSet.from_labels(
+        y, schedule.start_pairs, alpha=weight, seed=config.seed))
+    with precision_policy(config.mixed_precision):
+        return _curves(config, run, strategies, schedule, runtime, report, weight, clock)
+
+
+def _curves(config: RunConfig, run: PreparedRun, strategies: Sequence[str], schedule: ActiveSchedule,
+            runtime: RuntimeConfig, report: Callable[[list[dict[str, Any]]], None], weight: float,
+            clock: float) -> list[dict[str, Any]]:
+    """The rows of :func:`simulate` for the prepared ``run`` (its constraints: the start's random pairs)."""
+    x_train, y_train, x_test, y_test = run.inputs
+    start = run.constraints
+    keras.utils.set_random_seed(config.seed)
+    model = started_model(config, run, runtime)
     settings = {"config": config.key(), "seed": config.seed, "start_pairs": schedule.start_pairs,
                 "start_epochs": schedule.start_epochs, "data": array_hash(x_train)}
-    cache = cache_path(runtime, f"active-start-{data.name}-seed{config.seed}-{settings_hash(settings)}.weights.h5")
+    cache = cache_path(runtime, f"active-start-{run.data.name}-seed{config.seed}-{settings_hash(settings)}.weights.h5")
     with exclusive(cache):  # the start is shared by every strategy of the seed, also across processes
         if not load_cached_weights(model, cache):
-            fit_mixture(model, config, x_train, start, epochs=schedule.start_epochs, runtime=runtime)
+            fit_config(model, config, x_train, start, runtime, epochs=schedule.start_epochs)
             save_cached_weights(model, cache)
     start_scores = _scores(model, x_test, y_test, runtime.eval_batch_size)
     start_seconds = time.perf_counter() - clock
@@ -110,8 +117,8 @@ def simulate(config: RunConfig, data: Dataset, strategies: Sequence[str], schedu
             # them in the process, nor on whether the start came from the cache.
             model.seed_generator.state.assign(np.array([config.seed + number, 0]).astype(
                 model.seed_generator.state.dtype))
-            fit_mixture(model, dataclasses.replace(config, seed=config.seed + number), x_train, constraints,
-                        epochs=round_epochs, runtime=runtime)
+            fit_config(model, dataclasses.replace(config, seed=config.seed + number), x_train, constraints, runtime,
+                       epochs=round_epochs)
             epochs += round_epochs
             scores = _scores(model, x_test, y_test, runtime.eval_batch_size)
             curve.append({"strategy": strategy, "seed": config.seed, "num_pairs": len(constraints), **scores,

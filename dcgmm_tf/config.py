@@ -160,11 +160,6 @@ class RunConfig:
             raise ValueError("constraints_file indexes the whole training split: it cannot be combined with "
                              "max_train_samples.")
 
-    @property
-    def restarts(self) -> int:
-        """Epochs between restarts of the mixture (0: none): restart_every for the strategies that use links."""
-        return self.restart_every if self.cluster_init in LINK_STRATEGIES else 0
-
     def key(self) -> str:
         """The configuration's identity: a hash of every field but the seed, each written as on the command line
         (a list as its comma-separated items), so rows written before this class existed keep their key."""

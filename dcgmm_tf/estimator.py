@@ -1,6 +1,7 @@
 """DC-GMM as a scikit-learn estimator: ``DCGMMClustering(n_clusters=3).fit(X, ml=[(0, 1)], cl=[(0, 2)])``.
 
-The estimator trains through the library's recipe (:func:`dcgmm_tf.training.train`: pretraining, the label-free
+The estimator trains through the library calls of the runner's recipe (:func:`dcgmm_tf.training.pretrained_model`,
+:func:`dcgmm_tf.pretraining.start_mixture` and :func:`dcgmm_tf.fitting.fit_mixture`: pretraining, the label-free
 start from the constraints, the learning-rate schedule, restarts of the mixture), so it gives what
 ``python -m experiments.run`` gives for the same settings. ``clone``, ``Pipeline`` and ``GridSearchCV`` work as
 for any scikit-learn clusterer; the fitted Keras model is ``model_`` (save it with ``model_.save("m.keras")``).
@@ -16,10 +17,16 @@ from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dcgmm_tf import training
-from dcgmm_tf.config import RunConfig, RuntimeConfig
+from dcgmm_tf import training, validation
+from dcgmm_tf.callbacks import ClusterRestart
+from dcgmm_tf.cluster_init import LINK_STRATEGIES, STRATEGIES
+from dcgmm_tf.config import RunConfig, check_field
 from dcgmm_tf.constraints import ConstraintSet, as_constraint_set
-from dcgmm_tf.data import Dataset
+from dcgmm_tf.fitting import FitSchedule, fit_mixture
+from dcgmm_tf.model import DCGMM
+from dcgmm_tf.pretraining import start_mixture
+
+_RUNNER_DEFAULTS = RunConfig.__dataclass_fields__
 
 
 class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
@@ -101,16 +108,30 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         seed = self.random_state
         if not isinstance(seed, numbers.Integral):
             seed = int(check_random_state(seed).randint(np.iinfo(np.int32).max))
-        # The config checks the remaining parameters (a ValueError naming the bad one).
-        config = RunConfig(seed=int(seed), epochs=self.epochs, pretrain_epochs=self.pretrain_epochs,
-                           batch_size=self.batch_size, pretrain_batch_size=self.batch_size,
-                           learning_rate=self.learning_rate, latent_dim=self.latent_dim,
-                           cluster_init=self.cluster_init, num_clusters=self.n_clusters)
-        data = Dataset(x, np.zeros(len(x), np.int64), x[:0], np.zeros(0, np.int64), name="estimator",
-                       likelihood=self.likelihood_)
-        runtime = RuntimeConfig(verbose=self.verbose, cache=False)
-        trained = training.train(config, data, constraints, num_clusters=self.n_clusters, runtime=runtime)
-        self.model_, self.history_, self.constraints_ = trained.model, trained.history, constraints
+        seed = int(seed)
+        for name in ("seed", "epochs", "pretrain_epochs", "batch_size", "learning_rate", "latent_dim"):
+            value = seed if name == "seed" else getattr(self, name)
+            check_field(name, value, _RUNNER_DEFAULTS[name].metadata)  # the runner's rules
+        if self.cluster_init not in STRATEGIES:
+            raise ValueError(f"cluster_init must be one of {list(STRATEGIES)}, got {self.cluster_init!r}.")
+        x = validation.check_data(x, num_clusters=self.n_clusters, likelihood=self.likelihood_, name="X")
+
+        def build(model_seed: int) -> DCGMM:
+            return DCGMM((x.shape[1],), num_clusters=self.n_clusters, latent_dim=self.latent_dim,
+                         likelihood=self.likelihood_, seed=model_seed)
+
+        # The library calls of the runner's recipe (dcgmm_tf.training.train_dcgmm), with the runner's defaults.
+        model = training.pretrained_model(build, x, seed=seed, epochs=self.pretrain_epochs,
+                                          batch_size=self.batch_size, name="estimator", cache_dir=None,
+                                          verbose=self.verbose)
+        start_mixture(model, x, self.cluster_init, constraints, seed=seed)
+        callbacks = []
+        if self.cluster_init in LINK_STRATEGIES and len(constraints) > 0:
+            callbacks.append(ClusterRestart(x, constraints, _RUNNER_DEFAULTS["restart_every"].default,
+                                            self.cluster_init, seed=seed))
+        schedule = FitSchedule(self.epochs, batch_size=self.batch_size, seed=seed, learning_rate=self.learning_rate)
+        self.history_ = fit_mixture(model, x, constraints, schedule, callbacks, verbose=self.verbose)
+        self.model_, self.constraints_ = model, constraints
         self.labels_ = self._probabilities(x).argmax(-1)
         return self
 

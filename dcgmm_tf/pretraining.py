@@ -1,5 +1,6 @@
-"""Pretraining (Sec. 4): an autoencoder on the encoder-mean / decoder path, then a diagonal GMM on the
-embeddings initialises the cluster parameters."""
+"""Pretraining (Sec. 4): an autoencoder on the encoder-mean / decoder path (:func:`pretrain`), then the start
+of the mixture on the embeddings (:func:`start_mixture`: the paper's diagonal GMM, a start from the constraints,
+or one from labels)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from dcgmm_tf import cluster_init, losses, validation
+from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.data.pipeline import prefetch_without_autotune
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.storage import exclusive, read_checked, write_atomically
@@ -121,18 +123,87 @@ def save_cached_weights(model: keras.Model, cache_path: str | os.PathLike | None
 def pretrain(model: DCGMM, x: np.ndarray, *, epochs: int = 10, batch_size: int = 256,
              learning_rate: float = 1e-3, seed: int = 0, cache_path: str | os.PathLike | None = None,
              verbose: int | str = "auto") -> bool:
-    """Autoencoder pretraining plus GMM initialisation, reusing ``cache_path`` (``.weights.h5``) if present.
+    """Autoencoder pretraining of ``model``'s encoder mean and decoder, reusing ``cache_path`` if present.
 
-    Returns True when the weights came from the cache. ``x`` is checked with
-    :func:`dcgmm_tf.validation.check_data` against the model (shape, likelihood, number of clusters).
+    The mixture is left as it is: set it next with :func:`start_mixture`. The cache (``.weights.h5``) holds the
+    model's weights; the mixture in it is not used (caches written with a fitted GMM load as well).
+
+    Args:
+      model: The DC-GMM whose networks are pretrained.
+      x: The training data, checked with :func:`dcgmm_tf.validation.check_data` against the model (shape,
+        likelihood, number of clusters).
+      epochs: Pretraining epochs.
+      batch_size: Pretraining batch size.
+      learning_rate: Adam's learning rate.
+      seed: Seed of the shuffling.
+      cache_path: The cache file (None: no cache).
+      verbose: Keras verbosity.
+
+    Returns:
+      True when the weights came from the cache.
     """
     x = validation.check_data(x, num_clusters=model.num_clusters, likelihood=model.likelihood,
                               sample_shape=model.sample_shape)
+    return pretrain_checked(model, x, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, seed=seed,
+                            cache_path=cache_path, verbose=verbose)
+
+
+def pretrain_checked(model: DCGMM, x: np.ndarray, *, epochs: int, batch_size: int, learning_rate: float = 1e-3,
+                     seed: int, cache_path: str | os.PathLike | None, verbose: int | str) -> bool:
+    """:func:`pretrain` for data checked already (by :func:`dcgmm_tf.prepared.prepare_run`)."""
     with exclusive(cache_path):  # processes sharing the cache: one pretrains, the others then load its file
         if load_cached_weights(model, cache_path):
             return True
         pretrain_autoencoder(model, x, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
                              seed=seed, verbose=verbose)
-        fit_cluster_prior(model, x, seed=seed)
         save_cached_weights(model, cache_path)
     return False
+
+
+START_STRATEGIES = (*cluster_init.STRATEGIES, "labels")
+
+
+def labelled_subset(y: np.ndarray, per_class: int, seed: int) -> np.ndarray:
+    """Indices of ``per_class`` random samples of each class of ``y`` (all indices when 0); sorted."""
+    if not per_class:
+        return np.arange(len(y))
+    rng = np.random.default_rng(seed)
+    classes, counts = np.unique(y, return_counts=True)
+    if counts.min() < per_class:
+        raise ValueError(f"init_labels_per_class={per_class} but class {classes[counts.argmin()]} has only "
+                         f"{counts.min()} training samples")
+    return np.sort(np.concatenate([rng.choice(np.flatnonzero(y == c), per_class, replace=False) for c in classes]))
+
+
+def start_mixture(model: DCGMM, x: np.ndarray, strategy: str = "latent_class",
+                  constraints: ConstraintSet | None = None, *, labels: np.ndarray | None = None,
+                  labels_per_class: int = 0, num_components: int | None = None, seed: int = 0,
+                  gmm_seed: int | None = None) -> None:
+    """Sets ``model``'s initial mixture from its embeddings of ``x``: the one dispatcher of the starts.
+
+    Args:
+      model: The pretrained model.
+      x: The training data.
+      strategy: ``gmm`` (the paper's GMM), ``merge`` or ``latent_class`` (GMM components grouped by the
+        constraints; without constraints the GMM), or ``labels`` (:func:`cluster_prior_from_labels`).
+      constraints: The constraints, indexing the rows of ``x``.
+      labels: The labels of ``x`` (``labels`` only).
+      labels_per_class: Use this many labelled samples per class (``labels`` only; 0: all).
+      num_components: K' of ``merge`` and ``latent_class`` (None: automatic).
+      seed: Seed of the constrained starts and of the labelled subset.
+      gmm_seed: Seed of the GMM (default: ``seed``); the pretraining's, so that runs sharing a pretrained model
+        share its GMM.
+    """
+    if strategy not in START_STRATEGIES:
+        raise ValueError(f"strategy must be one of {START_STRATEGIES}, got {strategy!r}")
+    if strategy == "labels":
+        labelled = labelled_subset(labels, labels_per_class, seed)
+        cluster_prior_from_labels(model, x[labelled], labels[labelled])
+        logging.info("mixture initialised from the labels of %d training samples", len(labelled))
+        return
+    linked = strategy in cluster_init.LINK_STRATEGIES and constraints is not None and len(constraints) > 0
+    if not linked or strategy == "latent_class":  # the start, or the clusters that latent_class starts from
+        fit_cluster_prior(model, x, seed=seed if gmm_seed is None else gmm_seed)
+    if linked:
+        cluster_init.init_clusters(model, x, constraints, strategy, num_components, seed)
+        logging.info("mixture initialised by %s", strategy)

@@ -1,13 +1,15 @@
-"""Process-wide TensorFlow settings: threads, op determinism, the mixed-precision policy, tf.distribute."""
+"""Process-wide TensorFlow settings: threads, op determinism, tf.distribute.
+
+The mixed-precision policy of a run is not process-wide: :func:`dcgmm_tf.training.precision_policy` applies it
+around the training, from Python and from the command line alike."""
 
 from __future__ import annotations
 
 import functools
 
-import keras
 import tensorflow as tf
 
-from dcgmm_tf.config import MIXED_PRECISION_POLICIES, RunConfig, RuntimeConfig
+from dcgmm_tf.config import RuntimeConfig
 from dcgmm_tf.distribute import make_strategy
 
 
@@ -18,13 +20,12 @@ def set_threads(threads: int) -> None:
         tf.config.threading.set_inter_op_parallelism_threads(threads)
 
 
-def configure(config: RunConfig, runtime: RuntimeConfig) -> tf.distribute.Strategy:
-    """Applies ``runtime``'s threads and determinism and ``config``'s precision policy to this process; returns the
-    tf.distribute strategy of ``runtime.strategy``. Call once, before any other TensorFlow operation."""
+def configure(runtime: RuntimeConfig) -> tf.distribute.Strategy:
+    """Applies ``runtime``'s threads and determinism to this process; returns the tf.distribute strategy of
+    ``runtime.strategy``. Call once, before any other TensorFlow operation."""
     set_threads(runtime.threads)
     if runtime.deterministic:
         tf.config.experimental.enable_op_determinism()
-    keras.mixed_precision.set_global_policy(MIXED_PRECISION_POLICIES[config.mixed_precision])
     return distribution_strategy(runtime.strategy)
 
 

@@ -22,12 +22,17 @@ class TrainedModel:
     start_acc: float
 
 
-def cache_path(runtime: RuntimeConfig, name: str) -> Path | None:
-    """The cache file ``name`` in ``runtime.cache_dir`` (default ``data/cache`` of the repository); None when
-    ``runtime.cache`` is off."""
+def cache_folder(runtime: RuntimeConfig) -> Path | None:
+    """``runtime.cache_dir`` (default ``data/cache`` of the repository); None when ``runtime.cache`` is off."""
     if not runtime.cache:
         return None
-    return (Path(runtime.cache_dir) if runtime.cache_dir else REPO_DATA_DIR / "cache") / name
+    return Path(runtime.cache_dir) if runtime.cache_dir else REPO_DATA_DIR / "cache"
+
+
+def cache_path(runtime: RuntimeConfig, name: str) -> Path | None:
+    """The cache file ``name`` in :func:`cache_folder`; None when ``runtime.cache`` is off."""
+    folder = cache_folder(runtime)
+    return None if folder is None else folder / name
 
 
 def cache_note(cached: bool, path: Path | None) -> str:

@@ -99,12 +99,13 @@ def suggest(config: RunConfig, runtime: RuntimeConfig, strategy: str, num_pairs:
     from dcgmm_tf.active import suggest_pairs
     from dcgmm_tf.data import load_dataset
     from dcgmm_tf.storage import write_atomically
-    from dcgmm_tf.training import make_constraints, model_inputs, run_dir_of, subsets, train
+    from dcgmm_tf.prepared import prepare_run, run_dir_of
+    from dcgmm_tf.training import train_prepared
 
-    data = subsets(load_dataset(config.dataset, runtime.data_dir, image_size=config.image_size), config)
-    constraints = make_constraints(config, data.y_train)
-    trained = train(config, data, constraints, run_dir=run_dir_of(config, data.name, runtime), runtime=runtime)
-    pairs = suggest_pairs(trained.model, model_inputs(data, config).x_train, constraints, num_pairs, strategy,
+    data = load_dataset(config.dataset, runtime.data_dir, image_size=config.image_size)
+    run = prepare_run(config, data, run_dir=run_dir_of(config, data.name, runtime))
+    trained = train_prepared(config, run, runtime)
+    pairs = suggest_pairs(trained.model, run.inputs.x_train, run.constraints, num_pairs, strategy,
                           seed=config.seed, batch_size=runtime.eval_batch_size)
     text = "i,j,weight\n" + "".join(f"{i},{j},\n" for i, j in pairs)
     write_atomically(Path(output), lambda tmp: Path(tmp).write_text(text))
@@ -117,7 +118,7 @@ def main(argv):
 
     config, runtime = run.configs(FLAGS)
     schedule = config_from_flags(ActiveSchedule, FLAGS)
-    configure(config, runtime)
+    configure(runtime)
     if FLAGS.suggest_pairs:
         if not FLAGS.output_pairs:
             raise ValueError("--suggest_pairs needs --output_pairs, the CSV to write the pairs to")

@@ -19,12 +19,11 @@ from absl import flags
 
 from dcgmm_tf.config import METHODS, RunConfig, RuntimeConfig
 from dcgmm_tf.data import Dataset
-from dcgmm_tf.training import model_inputs, run_dir_of, subsets
-from experiments import results, run, runs
+from dcgmm_tf.prepared import model_inputs, run_dir_of, subsets
+from experiments import plots, results, run, runs
 
 FLAGS = flags.FLAGS
 METRIC_LABELS = {"ari": "ARI", "acc": "Accuracy", "nmi": "NMI"}
-METHOD_NAMES = {"dcgmm": "DC-GMM", "vade": "VaDE", "cidec": "C-IDEC", "sdec": "SDEC", "pckmeans": "PCKMeans"}
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -37,14 +36,14 @@ def set_figure_defaults(figure: str) -> None:
 
 
 def figure_configs(figure: str, flag_values: flags.FlagValues) -> tuple[RunConfig, RuntimeConfig, Path, int]:
-    """A figure runner's settings from its parsed flags, with the process settings applied (threads, determinism,
-    precision: ``dcgmm_tf.runtime.configure``; call once, from ``main``): the run config, the runtime config whose
+    """A figure runner's settings from its parsed flags, with the process settings applied (threads, determinism:
+    ``dcgmm_tf.runtime.configure``; call once, from ``main``): the run config, the runtime config whose
     output_dir is the work dir (--work_dir, or results/<figure>), the figure's output folder (--output_dir) and
     --runs."""
     from dcgmm_tf.runtime import configure
 
     config, runtime = run.configs(flag_values)
-    configure(config, runtime)
+    configure(runtime)
     work_dir = Path(flag_values.work_dir) if flag_values.work_dir else REPO / "results" / figure
     return (config, dataclasses.replace(runtime, output_dir=str(work_dir)), Path(runtime.output_dir),
             flag_values.runs)
@@ -97,12 +96,12 @@ def plot_metrics(rows: pd.DataFrame, x: str, xlabel: str, path: Path, title: str
         for method, group in rows.groupby("method", sort=True):
             stats = group.groupby(x)[metric].agg(["mean", "std"]).reset_index()
             ax.errorbar(stats[x], stats["mean"], yerr=stats["std"].fillna(0), marker="o", capsize=3,
-                        label=METHOD_NAMES.get(method, method))
+                        label=plots.METHOD_NAMES.get(method, method))
         ax.set_xlabel(xlabel)
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     axes[0][0].legend()
-    schedules = [f"{METHOD_NAMES.get(m, m)}: {'; '.join(sorted(set(g['schedule'])))}"
+    schedules = [f"{plots.METHOD_NAMES.get(m, m)}: {'; '.join(sorted(set(g['schedule'])))}"
                  for m, g in rows.groupby("method", sort=True)]
     fig.suptitle("\n".join([title, *schedules]), fontsize=9)
     fig.tight_layout()

@@ -41,7 +41,7 @@ def constraints_figure(config: RunConfig, runtime: RuntimeConfig, output_dir: Pa
                for method in fig_common.available_methods(methods) for f in fractions]
     rows = fig_common.sweep(configs, data, runtime, output_dir / "results.csv", runs)
     rows = rows[rows["epochs"] == config.epochs]
-    fig_common.plot_metrics(rows, "num_constraints", f"number of constraints (N = {n})", output_dir / f"{FIGURE}.png",
+    fig_common.plot_metrics(rows, "num_pairs", f"number of constraints (N = {n})", output_dir / f"{FIGURE}.png",
                             f"{data.name}: clustering vs number of constraints")
     return rows
 
@@ -50,7 +50,7 @@ def main(argv):
     del argv
     config, runtime, output_dir, runs = fig_common.figure_configs(FIGURE, FLAGS)
     rows = constraints_figure(config, runtime, output_dir, runs, FLAGS.methods, [float(f) for f in FLAGS.fractions])
-    print(rows.groupby(["method", "num_constraints"])[["acc", "nmi", "ari"]].mean().to_string(), file=sys.stdout)
+    print(rows.groupby(["method", "num_pairs"])[["acc", "nmi", "ari"]].mean().to_string(), file=sys.stdout)
 
 
 if __name__ == "__main__":

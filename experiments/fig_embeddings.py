@@ -23,7 +23,7 @@ from sklearn.decomposition import PCA
 
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.validation import exit_on_user_error
-from experiments import fig_common
+from experiments import fig_common, plots
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("methods", ["vade", "dcgmm"], "Methods whose embeddings are shown, left to right.",
@@ -55,7 +55,7 @@ def plot(frame: pd.DataFrame, scores: pd.DataFrame, path: Path, title: str) -> N
         points = ax.scatter(part["pc1"], part["pc2"], c=part["label"], cmap="tab10", s=3, alpha=0.6,
                             rasterized=True)
         score = scores[scores["method"] == method].iloc[-1]
-        ax.set_title(f"{fig_common.METHOD_NAMES.get(method, method)}: ACC {score['acc']:.2f}, NMI {score['nmi']:.2f}, "
+        ax.set_title(f"{plots.METHOD_NAMES.get(method, method)}: ACC {score['acc']:.2f}, NMI {score['nmi']:.2f}, "
                      f"ARI {score['ari']:.2f}", fontsize=9)
         ax.set_xlabel("PC 1")
         ax.set_ylabel("PC 2")
@@ -100,7 +100,7 @@ def main(argv):
     del argv
     config, runtime, output_dir, runs = fig_common.figure_configs(FIGURE, FLAGS)
     scores = embeddings_figure(config, runtime, output_dir, runs, FLAGS.methods, FLAGS.constraint_fraction)
-    print(scores[["method", "num_constraints", "acc", "nmi", "ari"]].to_string(index=False))
+    print(scores[["method", "num_pairs", "acc", "nmi", "ari"]].to_string(index=False))
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ def noise_figure(config: RunConfig, runtime: RuntimeConfig, output_dir: Path, ru
                 setting.update(cidec_ml_penalty=cidec_penalties[level], cidec_cl_penalty=cidec_penalties[level])
             configs.append(dataclasses.replace(config, **setting))
     rows = fig_common.sweep(configs, data, runtime, output_dir / "results.csv", runs)
-    rows = rows[(rows["epochs"] == config.epochs) & (rows["num_constraints"] == num_constraints)]
+    rows = rows[(rows["epochs"] == config.epochs) & (rows["num_pairs"] == num_constraints)]
     fig_common.plot_metrics(rows, "q", "noise level q", output_dir / f"{FIGURE}.png",
                             f"{data.name}: {num_constraints} noisy constraints")
     return rows

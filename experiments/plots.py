@@ -8,6 +8,9 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+# How tables and figures name each method (the paper's spelling).
+METHOD_NAMES = {"dcgmm": "DC-GMM", "vade": "VaDE", "cidec": "C-IDEC", "sdec": "SDEC", "pckmeans": "PCKMeans"}
+
 LOSS_TERMS = ("loss", "reconstruction", "cluster_kl", "constraint")
 TEST_METRICS = ("test_acc", "test_nmi", "test_ari")
 

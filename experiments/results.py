@@ -23,6 +23,9 @@ if TYPE_CHECKING:  # pandas is imported where needed: writers stay light
 METRICS = ("acc", "nmi", "ari", "constraint_satisfaction", "train_seconds")
 NUMERIC = (*METRICS, "seed")  # columns whose values must parse as numbers (NaN included)
 TEXT = ("config",)  # hex keys that may look like numbers ("012345678901"): kept as written
+# Columns renamed since files were written: old name -> new name. Readers give old files the new names; rows
+# appended to an old file go under its old names.
+RENAMED = {"pretrain_acc": "start_acc", "num_constraints": "num_pairs"}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -90,6 +93,8 @@ def append_row(path: str | os.PathLike, row: dict) -> None:
         else:
             with open(path, newline="", errors="replace") as f:
                 columns = _header(next(csv.reader(line.replace("\0", "") for line in f)), path)
+            old_names = {new: old for old, new in RENAMED.items() if old in columns and new not in columns}
+            row = {old_names.get(c, c): value for c, value in row.items()}
             dropped = [c for c in row if c not in columns]
             if dropped:
                 logging.warning("%s has no column(s) %s: their values are not written (%s); use another "
@@ -128,7 +133,8 @@ def write_csv_atomically(frame: pd.DataFrame, path: str | os.PathLike) -> None:
 
 
 def read_rows(path: str | os.PathLike) -> pd.DataFrame:
-    """The whole rows of a results CSV as a frame (see ``valid_rows``; empty if the file does not exist)."""
+    """The whole rows of a results CSV as a frame (see ``valid_rows``; empty if the file does not exist), with the
+    new names of renamed columns (:data:`RENAMED`)."""
     import pandas as pd
 
     header, rows = valid_rows(path)
@@ -137,10 +143,11 @@ def read_rows(path: str | os.PathLike) -> pd.DataFrame:
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows([header, *rows])
     buffer.seek(0)
-    return pd.read_csv(buffer, dtype={c: str for c in TEXT if c in header})
+    frame = pd.read_csv(buffer, dtype={c: str for c in TEXT if c in header})
+    return frame.rename(columns={old: new for old, new in RENAMED.items() if new not in frame})
 
 
-def summarise(rows: pd.DataFrame, keys: tuple[str, ...] = ("dataset", "method", "num_constraints", "q", "alpha",
+def summarise(rows: pd.DataFrame, keys: tuple[str, ...] = ("dataset", "method", "num_pairs", "q", "alpha",
                                                               "epochs", "config")) -> pd.DataFrame:
     """Mean and standard deviation of each metric over the runs of each configuration (the ``keys`` present)."""
     present = [m for m in METRICS if m in rows]

@@ -33,8 +33,8 @@ def configs(flag_values: flags.FlagValues) -> tuple[RunConfig, RuntimeConfig]:
 
 def run(config: RunConfig, runtime: RuntimeConfig, runs: int = 1):
     """Runs seeds ``config.seed`` .. + ``runs`` - 1 into ``<output_dir>/results.csv`` (finished ones are skipped),
-    writes ``summary.csv`` beside it and returns the summary. Process-wide settings (threads, determinism,
-    precision policy) are ``main``'s: see ``dcgmm_tf.runtime.configure``."""
+    writes ``summary.csv`` beside it and returns the summary. Process-wide settings (threads, determinism)
+    are ``main``'s: see ``dcgmm_tf.runtime.configure``."""
     from dcgmm_tf.data import load_dataset
     from experiments import results, runs as run_rows
 
@@ -53,7 +53,7 @@ def main(argv):
     from dcgmm_tf.runtime import configure
 
     config, runtime = configs(FLAGS)
-    configure(config, runtime)
+    configure(runtime)
     print(run(config, runtime, FLAGS.runs).to_string(index=False), file=sys.stdout)
 
 

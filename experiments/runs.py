@@ -8,7 +8,8 @@ from typing import Any
 
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.data import Dataset
-from dcgmm_tf.training import RunResult, run_dir_of, train_and_evaluate
+from dcgmm_tf.evaluation import RunResult, train_and_evaluate
+from dcgmm_tf.prepared import run_dir_of
 from experiments import results
 
 
@@ -44,7 +45,7 @@ def plot_run(result: RunResult, data: Dataset, run_dir: Path) -> None:
 
     run_dir.mkdir(parents=True, exist_ok=True)
     row = result.row
-    title = (f"{row['method']} on {row['dataset']}, seed {row['seed']}, {row['num_constraints']} constraints: "
+    title = (f"{row['method']} on {row['dataset']}, seed {row['seed']}, {row['num_pairs']} constraints: "
              f"test ACC {row['acc']:.3f}, NMI {row['nmi']:.3f}, ARI {row['ari']:.3f}")
     history = pd.DataFrame(result.trained.history)
     history_csv = run_dir / "history.csv"  # the whole run, also when it was resumed

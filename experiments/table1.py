@@ -37,10 +37,9 @@ PAPER_TABLE = Path(__file__).with_name("paper_table1.csv")
 flags.DEFINE_string("paper_table", str(PAPER_TABLE),
                     "The paper's Table 1 (columns dataset, metric, one per method).")
 
-PAPER_COLUMNS = {"vade": "VaDE", "pckmeans": "PCKmeans", "sdec": "SDEC", "cidec": "C-IDEC", "dcgmm": "DC-GMM"}
 PAPER_DATASETS = {"mnist": "mnist", "fashion_mnist": "fashion", "reuters": "reuters", "stl10": "stl10"}
 TABLE_METRICS = ("acc", "nmi", "ari")
-RUN_KEY = ("dataset", "method", "seed", "num_constraints", "q", "epochs")
+RUN_KEY = ("dataset", "method", "seed", "num_pairs", "q", "epochs")
 
 
 def parse_overrides(entries: list[str]) -> dict[str, dict[str, str]]:
@@ -69,7 +68,7 @@ def make_table(rows: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
     for (dataset, method), group in rows.groupby(["dataset", "method"], sort=False):
         paper_rows = paper[paper["dataset"] == PAPER_DATASETS.get(dataset, dataset)].set_index("metric")
         for metric in TABLE_METRICS:
-            column = PAPER_COLUMNS.get(method)
+            column = plots.METHOD_NAMES.get(method)
             paper_value = (paper_rows.at[metric, column]
                            if column in paper_rows and metric in paper_rows.index else "")
             records.append({"dataset": dataset, "method": method, "metric": metric, "runs": len(group),
@@ -84,7 +83,7 @@ def make_table(rows: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
 def to_markdown(table: pd.DataFrame) -> str:
     """Side-by-side Markdown: one row per data set and metric, measured and paper columns per method."""
     methods = list(dict.fromkeys(table["method"]))
-    header = ["Dataset", "Metric"] + [f"{PAPER_COLUMNS.get(m, m)} {w}" for m in methods for w in ("ours", "paper")]
+    header = ["Dataset", "Metric"] + [f"{plots.METHOD_NAMES.get(m, m)} {w}" for m in methods for w in ("ours", "paper")]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for (dataset, metric), group in table.groupby(["dataset", "metric"], sort=False):
         cells = group.set_index("method")
@@ -95,7 +94,7 @@ def to_markdown(table: pd.DataFrame) -> str:
     lines += ["", "| Method | Runs | Epochs (max) | Mean wall time per run (s) |", "|---|---|---|---|"]
     for (dataset, method), group in table.groupby(["dataset", "method"], sort=False):
         first = group.iloc[0]
-        lines.append(f"| {dataset} {PAPER_COLUMNS.get(method, method)} | {first['runs']} | {first['epochs']} | "
+        lines.append(f"| {dataset} {plots.METHOD_NAMES.get(method, method)} | {first['runs']} | {first['epochs']} | "
                      f"{first['train_seconds']:.0f} |")
     return "\n".join(lines) + "\n"
 
@@ -125,12 +124,13 @@ def table1(method_configs: dict[str, RunConfig], runtime: RuntimeConfig, dataset
     if rows.empty:
         raise ValueError(f"no finished runs in {path}")
     keys = pd.DataFrame(wanted)
+    paper = pd.read_csv(paper_table, dtype=str, keep_default_na=False).replace("", pd.NA)
     table = make_table(keys.merge(rows.drop_duplicates(list(RUN_KEY)), on=list(RUN_KEY)),
-                       pd.read_csv(paper_table, dtype=str, keep_default_na=False).replace("", pd.NA))
+                       paper.rename(columns={"PCKmeans": "PCKMeans"}))  # the spelling of older tables
     table.to_csv(Path(runtime.output_dir) / "table1.csv", index=False)
     (Path(runtime.output_dir) / "table1.md").write_text(to_markdown(table))
     plots.plot_table(table, Path(runtime.output_dir) / "table1.png",
-                     f"Table 1: measured (mean ± std over runs) and the paper's values; {path}", PAPER_COLUMNS)
+                     f"Table 1: measured (mean ± std over runs) and the paper's values; {path}", plots.METHOD_NAMES)
     return table
 
 
@@ -145,7 +145,7 @@ def main(argv):
         raise ValueError(f"--overrides for methods not in --methods: {sorted(unknown)}")
     method_configs = {method: config_flags.replaced(config, FLAGS, method=method, **overrides.get(method, {}))
                       for method in FLAGS.methods}
-    configure(config, runtime)
+    configure(runtime)
     table = table1(method_configs, runtime, FLAGS.datasets, FLAGS.runs, FLAGS.table_only, FLAGS.paper_table)
     print(to_markdown(table), file=sys.stdout)
 

@@ -13,7 +13,7 @@ from tests.helpers import toy_data
 
 REPO = Path(__file__).resolve().parents[1]
 FASHION = Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
-COLUMNS = ["dataset", "method", "seed", "num_constraints", "q", "alpha", "epochs", "acc", "nmi", "ari",
+COLUMNS = ["dataset", "method", "seed", "num_pairs", "q", "alpha", "epochs", "acc", "nmi", "ari",
            "constraint_satisfaction", "train_seconds"]
 
 
@@ -33,7 +33,7 @@ def test_cli_writes_results_summary_history_and_model(tmp_path):
     assert set(COLUMNS) <= set(rows.columns)
     assert list(rows["seed"]) == [5, 6]
     assert (rows["dataset"] == "fashion_mnist").all() and (rows["method"] == "dcgmm").all()
-    assert rows["num_constraints"].tolist() == [300, 300] and (rows["alpha"] == 1e4).all()
+    assert rows["num_pairs"].tolist() == [300, 300] and (rows["alpha"] == 1e4).all()
     assert rows[["acc", "nmi", "ari", "constraint_satisfaction"]].notna().all().all()
     assert ((rows["acc"] > 0.1) & (rows["acc"] <= 1)).all()
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")

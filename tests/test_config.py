@@ -55,11 +55,6 @@ def test_bad_run_configs_raise(kwargs, message):
         RunConfig(**kwargs)
 
 
-def test_restarts_apply_to_the_link_strategies_only():
-    assert RunConfig().restarts == 10 and RunConfig(cluster_init="merge", restart_every=3).restarts == 3
-    assert RunConfig(cluster_init="gmm").restarts == 0 and RunConfig(cluster_init="labels").restarts == 0
-
-
 def test_runtime_config_rules():
     with pytest.raises(ValueError, match="jit_compile needs deterministic off"):
         RuntimeConfig(jit_compile=True)

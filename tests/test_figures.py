@@ -11,7 +11,7 @@ from PIL import Image
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.data import Dataset
 from dcgmm_tf.trainer_base import TrainedModel
-from dcgmm_tf.training import RunResult
+from dcgmm_tf.evaluation import RunResult
 from experiments import fig_common, fig_constraints, fig_embeddings, fig_noise, fig_samples, runs, table1
 
 
@@ -43,7 +43,7 @@ def test_constraints_figure_sweeps_fractions_of_n(tiny, caplog):
     fig_constraints.constraints_figure(config, runtime, tiny / "constraints", 1, ["dcgmm", "nosuchmethod"], [0.1, 0.5])
     assert "nosuchmethod" in caplog.text  # skipped with a warning
     rows = pd.read_csv(tiny / "constraints" / "results.csv")
-    assert rows["num_constraints"].tolist() == [5, 24]  # N = 48 training images (80% of 60)
+    assert rows["num_pairs"].tolist() == [5, 24]  # N = 48 training images (80% of 60)
     assert (rows["method"] == "dcgmm").all() and rows[["acc", "nmi", "ari"]].notna().all().all()
     assert (tiny / "constraints_work" / "runs" / "dcgmm-shapes-seed0" / "confusion.png").exists()
     assert rows["schedule"].str.contains("1 pretraining \\+ 1 training epochs").all()
@@ -54,7 +54,7 @@ def test_noise_figure_uses_the_paper_confidence(tiny):
     config, runtime = settings(tiny, "noise")
     fig_noise.noise_figure(config, runtime, tiny / "noise", 1, ["dcgmm"], [0.2], 1.0)
     rows = pd.read_csv(tiny / "noise" / "results.csv")
-    assert rows["q"].tolist() == [0.2] and rows["num_constraints"].tolist() == [48]
+    assert rows["q"].tolist() == [0.2] and rows["num_pairs"].tolist() == [48]
     assert rows["alpha"].iloc[0] == pytest.approx(1000 * math.log(0.8 / 0.2), rel=1e-5)
     assert (tiny / "noise" / "noise.png").exists()
     with pytest.raises(ValueError, match="one value per noise level"):
@@ -65,7 +65,7 @@ def test_embedding_and_sample_figures_with_vgg_networks(tiny):
     config, runtime = settings(tiny, "embeddings", architecture="vgg", vgg_filters=(4, 8), num_constraints=40)
     fig_embeddings.embeddings_figure(config, runtime, tiny / "embeddings", 1, ["vade", "dcgmm"])
     rows = pd.read_csv(tiny / "embeddings" / "results.csv")
-    assert rows["method"].tolist() == ["vade", "dcgmm"] and rows["num_constraints"].tolist() == [0, 40]
+    assert rows["method"].tolist() == ["vade", "dcgmm"] and rows["num_pairs"].tolist() == [0, 40]
     points = pd.read_csv(tiny / "embeddings" / "embeddings.csv")
     assert points.groupby("method").size().to_dict() == {"dcgmm": 12, "vade": 12}
     assert set(points["label"]) <= {0, 1, 2} and points[["pc1", "pc2"]].notna().all().all()
@@ -126,7 +126,7 @@ def test_sweep_appends_rows_and_skips_configs_already_done(tmp_path, monkeypatch
     def fake_train_and_evaluate(config, data, runtime):
         calls.append((config.method, config.num_constraints, config.seed))
         row = {"dataset": data.name, "method": config.method, "seed": config.seed, "acc": 0.5, "nmi": 0.5,
-               "num_constraints": config.num_constraints, "q": config.q, "epochs": config.epochs, "ari": 0.5,
+               "num_pairs": config.num_constraints, "q": config.q, "epochs": config.epochs, "ari": 0.5,
                "config": config.key()}
         return RunResult(row, TrainedModel(None, {}, np.nan), np.array([0, 1]), np.array([0, 1]))
 

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from dcgmm_tf import DCGMM, ConstraintSet, MLPDecoder, MLPEncoder, metrics, pretrain
+from dcgmm_tf import DCGMM, ConstraintSet, MLPDecoder, MLPEncoder, metrics, pretrain, start_mixture
 from dcgmm_tf.data import constrained_dataset
 
 
@@ -99,6 +99,7 @@ def _train(x, y, constraints, seed=0, epochs=25, start_from=None):
     keras.utils.set_random_seed(seed)
     model = small_model(seed=seed)
     pretrain(model, x, epochs=15, batch_size=64, seed=seed, verbose=0)
+    start_mixture(model, x, "gmm", seed=seed)
     if start_from is not None:
         z = model.embed(x)
         groups = [z[start_from == g] for g in (0, 1)]

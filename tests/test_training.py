@@ -7,13 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dcgmm_tf import ConstraintSet, training
+from dcgmm_tf import ConstraintSet, evaluation, prepared, training
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.data import load_dataset
 from experiments import results, run, runs
 from tests.helpers import toy_data, toy_npz
 
-METRICS = ["acc", "nmi", "ari", "constraint_satisfaction", "pretrain_acc"]
+METRICS = ["acc", "nmi", "ari", "constraint_satisfaction", "start_acc"]
 
 
 @pytest.fixture(name="toy")
@@ -31,11 +31,11 @@ def test_python_call_gives_the_row_of_the_runner(toy, tmp_path):
     summary = run.run(config, runtime)
     row = pd.read_csv(tmp_path / "out" / "results.csv").iloc[0]
     data = load_dataset(config.dataset)
-    python_row, trained, y_test, clusters = training.train_and_evaluate(config, data, dataclasses.replace(
+    python_row, trained, y_test, clusters = evaluation.train_and_evaluate(config, data, dataclasses.replace(
         runtime, output_dir=str(tmp_path / "python")))
-    assert python_row["acc"] == training.metrics.cluster_accuracy(y_test, clusters)
+    assert python_row["acc"] == evaluation.metrics.cluster_accuracy(y_test, clusters)
     assert python_row["config"] == row["config"] == config.key()
-    assert python_row["seed"] == row["seed"] == 0 and python_row["num_constraints"] == row["num_constraints"] == 100
+    assert python_row["seed"] == row["seed"] == 0 and python_row["num_pairs"] == row["num_pairs"] == 100
     assert [python_row[m] for m in METRICS] == pytest.approx(row[METRICS].tolist(), abs=1e-6)
     assert summary.loc[0, "runs"] == 1 and summary.loc[0, "acc_mean"] == pytest.approx(row["acc"])
     assert {"loss", "reconstruction", "cluster_kl", "constraint", "test_acc"} <= set(trained.history)
@@ -64,7 +64,7 @@ def test_default_start_uses_the_links_and_leaves_vade_as_the_paper(toy, caplog):
 
     def logged(**changes):
         caplog.clear()
-        row = training.train_and_evaluate(dataclasses.replace(config, **changes), data, runtime).row
+        row = evaluation.train_and_evaluate(dataclasses.replace(config, **changes), data, runtime).row
         return row, caplog.text
 
     _, log = logged()
@@ -74,8 +74,8 @@ def test_default_start_uses_the_links_and_leaves_vade_as_the_paper(toy, caplog):
     vade, log = logged(method="vade")  # no constraints: the paper's GMM, never restarted
     assert "mixture initialised" not in log and "restarted" not in log
     vade_paper, _ = logged(method="vade", cluster_init="gmm", restart_every=0)
-    assert [vade[m] for m in ("pretrain_acc", "acc", "nmi", "ari")] == pytest.approx(
-        [vade_paper[m] for m in ("pretrain_acc", "acc", "nmi", "ari")], abs=1e-6)
+    assert [vade[m] for m in ("start_acc", "acc", "nmi", "ari")] == pytest.approx(
+        [vade_paper[m] for m in ("start_acc", "acc", "nmi", "ari")], abs=1e-6)
 
 
 def test_pretrain_seed_shares_one_pretrained_model_across_runs(toy, tmp_path):
@@ -86,7 +86,7 @@ def test_pretrain_seed_shares_one_pretrained_model_across_runs(toy, tmp_path):
     assert len(caches) == 1 and "-seed3-" in caches[0].name
     rows = pd.read_csv(tmp_path / "out" / "results.csv")
     assert list(rows["seed"]) == [5, 6]
-    assert rows["pretrain_acc"].nunique() == 1  # both runs start from the same pretrained GMM
+    assert rows["start_acc"].nunique() == 1  # both runs start from the same pretrained GMM
 
 
 def test_finished_runs_are_skipped(toy, tmp_path, monkeypatch):
@@ -96,8 +96,9 @@ def test_finished_runs_are_skipped(toy, tmp_path, monkeypatch):
     def fake_train_and_evaluate(config, data, runtime):
         calls.append(config.seed)
         row = {"dataset": data.name, "method": config.method, "seed": config.seed, "epochs": config.epochs,
-               "num_constraints": 10, "acc": 0.5, "nmi": 0.5, "ari": 0.5, "config": config.key()}
-        return training.RunResult(row, training.TrainedModel(None, {}, np.nan), np.array([0, 1]), np.array([1, 0]))
+               "num_pairs": 10, "acc": 0.5, "nmi": 0.5, "ari": 0.5, "config": config.key()}
+        return evaluation.RunResult(row, evaluation.TrainedModel(None, {}, np.nan), np.array([0, 1]),
+                                    np.array([1, 0]))
 
     monkeypatch.setattr(runs, "train_and_evaluate", fake_train_and_evaluate)
     data = load_dataset(config.dataset)
@@ -115,7 +116,7 @@ def test_finished_runs_are_skipped(toy, tmp_path, monkeypatch):
 def test_train_from_python_without_a_run_folder(toy, tmp_path):
     config, runtime = toy
     data = load_dataset(config.dataset)
-    constraints = training.make_constraints(config, data.y_train)
+    constraints = prepared.make_constraints(config, data.y_train)
     trained = training.train(config, data, constraints, runtime=runtime)
     clusters = trained.model.predict(data.x_test, verbose=0).argmax(-1)
     assert clusters.shape == (100,) and 0 <= trained.start_acc <= 1
@@ -129,11 +130,11 @@ def test_baselines_train_behind_the_same_interface(toy, tmp_path):
     config, runtime = toy
     data = load_dataset(config.dataset)
     pck = dataclasses.replace(config, method="pckmeans", epochs=5, restart_every=10)
-    trained = training.train(pck, data, training.make_constraints(pck, data.y_train), run_dir=tmp_path / "pck",
+    trained = training.train(pck, data, prepared.make_constraints(pck, data.y_train), run_dir=tmp_path / "pck",
                              runtime=runtime)
     assert np.isnan(trained.start_acc) and "changed" in trained.history
     assert len(pd.read_csv(tmp_path / "pck" / "history.csv")) == len(trained.history["changed"])
-    assert set(training.predict_clusters(trained.model, data.x_test)) <= {0, 1}
+    assert set(evaluation.predict_clusters(trained.model, data.x_test)) <= {0, 1}
     assert set(training.TRAINERS) == {"dcgmm", "vade", "pckmeans", "sdec", "cidec"}
 
 
@@ -142,17 +143,17 @@ def test_steps_per_execution_leaves_the_training_unchanged():
     (26 batches here) ends inside a call."""
     import keras
 
+    from dcgmm_tf.fitting import FitSchedule, fit_mixture
     from tests.helpers import small_model, weights_equal
 
     x, y = toy_data(600)
     constraints = ConstraintSet.from_labels(y, 100, seed=0)
-    config = RunConfig(cluster_init="gmm", restart_every=0, batch_size=32)
     trained = []
     for steps in (1, 7, 32):
         model = small_model()
         keras.utils.set_random_seed(0)
-        history = training.fit_mixture(model, config, x, constraints, epochs=2,
-                                       runtime=RuntimeConfig(verbose=0, steps_per_execution=steps))
+        history = fit_mixture(model, x, constraints, FitSchedule(2, batch_size=32), verbose=0,
+                              steps_per_execution=steps)
         trained.append((model.get_weights(), history["loss"], int(model.optimizer.iterations)))
     for weights, losses, iterations in trained[1:]:
         assert weights_equal(weights, trained[0][0]) and losses == trained[0][1] and iterations == trained[0][2]

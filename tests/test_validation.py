@@ -15,7 +15,7 @@ from absl import flags
 
 from dcgmm_tf import DCGMM, MLPDecoder, MLPEncoder, pretrain
 from dcgmm_tf.data import constrained_dataset, load_dataset
-from dcgmm_tf.training import labelled_subset
+from dcgmm_tf.pretraining import labelled_subset
 from dcgmm_tf.validation import check_data, exit_on_user_error
 
 REPO = Path(__file__).resolve().parents[1]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import keras
 import pandas as pd
@@ -13,29 +12,28 @@ from dcgmm_tf.baselines.dec import CIDEC, SDEC
 from dcgmm_tf.baselines.layerwise import StackedAutoencoder, pretrain_layerwise
 from dcgmm_tf.baselines.pckmeans import PCKMeans
 from dcgmm_tf.config import RunConfig, RuntimeConfig
-from dcgmm_tf.constraints import ConstraintSet
-from dcgmm_tf.data import Dataset
+from dcgmm_tf.prepared import PreparedRun
 from dcgmm_tf.storage import settings_hash
 from dcgmm_tf.trainer_base import TrainedModel, cache_note, cache_path, predict_clusters
 
 
-def train_pckmeans(config: RunConfig, data: Dataset, constraints: ConstraintSet, num_clusters: int,
-                   run_dir: Path | None, runtime: RuntimeConfig) -> TrainedModel:
-    """PCKmeans on the raw features, as in the paper (no initial clustering to score: ``start_acc`` is NaN)."""
+def train_pckmeans(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> TrainedModel:
+    """PCKMeans on the raw features, as in the paper (no initial clustering to score: ``start_acc`` is NaN)."""
     del runtime
-    model = PCKMeans(num_clusters, weight=config.pckmeans_weight, max_iter=config.epochs, seed=config.seed)
-    model.fit(data.x_train, constraints)
+    run_dir = run.run_dir
+    model = PCKMeans(run.num_clusters, weight=config.pckmeans_weight, max_iter=config.epochs, seed=config.seed)
+    model.fit(run.data.x_train, run.constraints)
     history = pd.DataFrame(model.history_)
     if run_dir is not None:
         history.to_csv(run_dir / "history.csv", index=False)
-    logging.info("PCKmeans: %d iterations, converged: %s", model.n_iter_, model.converged_)
+    logging.info("PCKMeans: %d iterations, converged: %s", model.n_iter_, model.converged_)
     return TrainedModel(model, history.to_dict("list"), float("nan"))
 
 
-def train_dec(config: RunConfig, data: Dataset, constraints: ConstraintSet, num_clusters: int,
-              run_dir: Path | None, runtime: RuntimeConfig) -> TrainedModel:
+def train_dec(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> TrainedModel:
     """SDEC or C-IDEC (``config.method``): layer-wise pretraining of the stacked autoencoder (cached per seed, so
     both share it), k-means centres, then the clustering epochs; ``start_acc`` is the test ACC of the k-means."""
+    data, constraints, num_clusters, run_dir = run.data, run.constraints, run.num_clusters, run.run_dir
     x_train, x_test, y_test, seed = data.x_train, data.x_test, data.y_test, config.seed
     autoencoder = StackedAutoencoder(x_train.shape[-1], config.latent_dim, name="autoencoder")
     settings = {"model": autoencoder.get_config(), "layer_epochs": config.layer_pretrain_epochs,

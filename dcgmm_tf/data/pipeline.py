@@ -200,7 +200,12 @@ def checked_inputs(x: np.ndarray, constraints: ConstraintSet | None, batch_size:
         raise ValueError(f"the constraints index {constraints.num_samples} samples but x holds {len(x)}")
     if batch_size < 2:
         raise ValueError(f"batch_size must be at least 2, got {batch_size}")
-    return x, constraints, len(epoch_batches(len(x), constraints, batch_size, np.random.default_rng(0), layout))
+    return x, constraints, steps_per_epoch(len(x), constraints, batch_size, layout)
+
+
+def steps_per_epoch(num_samples: int, constraints: ConstraintSet, batch_size: int, layout: str) -> int:
+    """The batches per epoch of ``layout`` (the same for every epoch, whatever its order)."""
+    return len(epoch_batches(num_samples, constraints, batch_size, np.random.default_rng(0), layout))
 
 
 def epoch_rows(generator: Callable[..., Iterator[tuple[np.ndarray, ...]]], args: tuple = ()) -> tf.data.Dataset:

@@ -1,0 +1,120 @@
+"""The fit loop of DC-GMM: epochs of C-ELBO from a model's current weights and mixture, with explicit arguments.
+
+:func:`fit_mixture` takes the model, the training data, its constraints, a :class:`FitSchedule` (batches,
+learning rate and its decay, clipping), the callbacks of the run (restarts, test metrics) and an optional run
+folder; it needs no :class:`~dcgmm_tf.config.RunConfig` (``dcgmm_tf.training`` translates one into these
+arguments). The optimizer is made by :func:`make_optimizer` from :func:`learning_rate_schedule`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from dcgmm_tf.callbacks import NonFiniteLossGuard, TrainingBackup, trim_history
+from dcgmm_tf.constraints import ConstraintSet
+from dcgmm_tf.data.pipeline import constrained_dataset, steps_per_epoch
+from dcgmm_tf.distribute import distributed_constrained_dataset
+from dcgmm_tf.model import DCGMM
+from dcgmm_tf.optimizers import FusedAdam
+
+
+@dataclasses.dataclass(frozen=True)
+class FitSchedule:
+    """How :func:`fit_mixture` trains.
+
+    Attributes:
+      epochs: Epochs to train (counting those of a resumed run).
+      batch_size: Batch size.
+      seed: Seed of the batches (with the epoch number).
+      layout: Where the constraint pairs go (see :func:`dcgmm_tf.data.epoch_batches`).
+      learning_rate: Initial Adam learning rate.
+      lr_decay: Factor of the staircase learning-rate decay.
+      lr_decay_epochs: Epochs between two decays.
+      clipnorm: Global gradient norm to clip each step's gradient to (0: no clipping).
+    """
+
+    epochs: int
+    batch_size: int = 256
+    seed: int = 0
+    layout: str = "separate"
+    learning_rate: float = 1e-3
+    lr_decay: float = 0.9
+    lr_decay_epochs: int = 20
+    clipnorm: float = 300.0
+
+
+def learning_rate_schedule(schedule: FitSchedule, steps_per_epoch: int) -> keras.optimizers.schedules.LearningRateSchedule:
+    """The learning rate by step: ``learning_rate``, times ``lr_decay`` every ``lr_decay_epochs`` epochs."""
+    return keras.optimizers.schedules.ExponentialDecay(
+        schedule.learning_rate, decay_steps=schedule.lr_decay_epochs * steps_per_epoch, decay_rate=schedule.lr_decay,
+        staircase=True)
+
+
+def make_optimizer(schedule: FitSchedule, steps_per_epoch: int) -> keras.optimizers.Optimizer:
+    """Adam with the :func:`learning_rate_schedule` and the gradient clipping of ``schedule``."""
+    return FusedAdam(learning_rate_schedule(schedule, steps_per_epoch), global_clipnorm=schedule.clipnorm or None)
+
+
+def fit_mixture(model: DCGMM, x: np.ndarray, constraints: ConstraintSet, schedule: FitSchedule,
+                callbacks: Sequence[keras.callbacks.Callback] = (), run_dir: Path | None = None, *,
+                backup_name: str = "backup", strategy: tf.distribute.Strategy | None = None,
+                jit_compile: bool = False, steps_per_execution: int = 32, verbose: int | str = 2) -> dict[str, list]:
+    """Trains ``model`` from its current weights and mixture for ``schedule.epochs`` epochs of C-ELBO.
+
+    The model is compiled with a fresh :func:`make_optimizer`. Each epoch the ``callbacks`` run first (e.g. a
+    :class:`~dcgmm_tf.callbacks.ClusterRestart`, then :class:`~dcgmm_tf.callbacks.ClusteringMetrics`), then a
+    :class:`~dcgmm_tf.callbacks.NonFiniteLossGuard` that rolls back to the last good weights.
+
+    Args:
+      model: The model, built (under ``strategy``'s scope when one is given).
+      x: The training data.
+      constraints: The constraints, indexing the rows of ``x``.
+      schedule: The batches, learning rate and clipping.
+      callbacks: Keras callbacks, run before the guard and the files.
+      run_dir: With a folder: the history CSV, TensorBoard logs and a backup every epoch in
+        ``<run_dir>/<backup_name>``, from which a killed run resumes.
+      backup_name: The backup folder's name; it must belong to one configuration.
+      strategy: The tf.distribute strategy whose replicas train (None: one device, no strategy).
+      jit_compile: Compile the training step with XLA.
+      steps_per_execution: Training steps per compiled call.
+      verbose: Keras verbosity.
+
+    Returns:
+      The Keras history.
+
+    Raises:
+      FloatingPointError: When the loss became non-finite (the model then holds its last good weights).
+    """
+    distributed, strategy = strategy is not None, strategy or tf.distribute.get_strategy()
+    steps = steps_per_epoch(len(x), constraints, schedule.batch_size, schedule.layout)
+    with strategy.scope():
+        model.compile(optimizer=make_optimizer(schedule, steps), jit_compile=jit_compile,
+                      steps_per_execution=steps_per_execution)
+        model.optimizer.build(model.trainable_variables)  # under the strategy, like the model's variables
+    guard = NonFiniteLossGuard(run_dir / "last_good.weights.h5" if run_dir else None)
+    callbacks = [*callbacks, guard]
+    initial_epoch = 0
+    if run_dir is not None:
+        # A killed run restarted with the same configuration resumes after its last finished epoch.
+        backup = TrainingBackup(run_dir / backup_name)
+        initial_epoch = backup.restore(model)
+        if initial_epoch:
+            trim_history(run_dir / "history.csv", initial_epoch)
+        callbacks += [keras.callbacks.CSVLogger(str(run_dir / "history.csv"), append=initial_epoch > 0),
+                      keras.callbacks.TensorBoard(str(run_dir / "tensorboard")), backup]
+    args = dict(batch_size=schedule.batch_size, seed=schedule.seed, layout=schedule.layout, initial_epoch=initial_epoch)
+    fit_args = {}
+    if distributed:
+        data, fit_args["steps_per_epoch"] = distributed_constrained_dataset(strategy, x, constraints, **args)
+    else:
+        data = constrained_dataset(x, constraints, **args)
+    history = model.fit(data, epochs=schedule.epochs, initial_epoch=initial_epoch, callbacks=callbacks,
+                        verbose=verbose, shuffle=False, **fit_args)
+    guard.raise_if_stopped()
+    return history.history
