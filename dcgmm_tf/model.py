@@ -122,8 +122,8 @@ class DCGMM(keras.Model):
         return losses.cluster_log_posterior(tf.cast(z, tf.float32), self.cluster_means, self.cluster_variances)
 
     def embed(self, x, batch_size: int = 1024) -> np.ndarray:
-        """The embedding mean mu(x) of each sample, as a numpy array [N, D]."""
-        return np.concatenate([keras.ops.convert_to_numpy(self.encoder(x[s:s + batch_size])[0])
+        """The embedding mean mu(x) of each sample, as a float32 numpy array [N, D] (also under mixed precision)."""
+        return np.concatenate([keras.ops.convert_to_numpy(self.encoder(x[s:s + batch_size])[0]).astype(np.float32)
                                for s in range(0, len(x), batch_size)])
 
     def decode_mean(self, z) -> tf.Tensor:

@@ -2,7 +2,8 @@
 
     python scripts/compare_rows.py BEFORE AFTER
 
-Prints one line per results.csv and the differing cells; exits with status 1 if any row differs.
+Prints one line per results.csv and the differing cells; exits with status 1 if any row differs. Columns renamed
+since BEFORE was written (``experiments.results.RENAMED``) are compared under their new names.
 """
 
 import sys
@@ -10,11 +11,16 @@ from pathlib import Path
 
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from experiments.results import RENAMED  # noqa: E402  (after the repository is on the path)
+
 
 def main(before: Path, after: Path) -> int:
     differ = 0
     for path in sorted(before.glob("*/results.csv")):
         old, new = pd.read_csv(path), pd.read_csv(after / path.relative_to(before))
+        old = old.rename(columns={o: n for o, n in RENAMED.items() if n not in old})
+        new = new.rename(columns={o: n for o, n in RENAMED.items() if n not in new})
         columns = [c for c in old.columns if c != "train_seconds"]
         missing = [c for c in columns if c not in new]
         same = not missing and len(old) == len(new) and old[columns].equals(new[columns])

@@ -29,3 +29,22 @@ def test_bf16_model_trains_and_predicts(bf16):
     p = model.predict(x, verbose=0)  # call() reads the mixture in float32 under the autocast scope
     assert p.dtype == np.float32 and p.shape == (64, 3)
     np.testing.assert_allclose(p.sum(-1), 1.0, rtol=1e-5)
+
+
+def test_a_python_run_with_bf16_trains_in_bfloat16(tmp_path):
+    """``train_and_evaluate`` applies the config's policy itself (no ``runtime.configure`` needed) and leaves the
+    process's policy as it found it."""
+    from dcgmm_tf.config import RunConfig, RuntimeConfig
+    from dcgmm_tf.data import load_dataset
+    from dcgmm_tf.evaluation import train_and_evaluate
+    from tests.helpers import toy_npz
+
+    config = RunConfig(dataset=toy_npz(tmp_path, 200, 50), epochs=1, pretrain_epochs=1, num_constraints=50,
+                       latent_dim=2, batch_size=32, mixed_precision="bf16")
+    runtime = RuntimeConfig(deterministic=False, verbose=0, output_dir=str(tmp_path / "out"), cache=False)
+    assert keras.mixed_precision.global_policy().name == "float32"
+    result = train_and_evaluate(config, load_dataset(config.dataset), runtime)
+    model = result.trained.model
+    assert model.dtype_policy.name == "mixed_bfloat16" and model.encoder.compute_dtype == "bfloat16"
+    assert model.cluster_means.dtype == "float32" and np.isfinite(result.row["acc"])
+    assert keras.mixed_precision.global_policy().name == "float32"
