@@ -48,7 +48,7 @@ def distributed_constrained_dataset(strategy: tf.distribute.Strategy, x: np.ndar
 
     ``batch_size`` is the global batch. The batches are those of one device (the same seed gives the same
     epochs), each cut into ``strategy.num_replicas_in_sync`` parts that keep linked samples together
-    (:func:`dcgmm_tf.data.pipeline.split_for_replicas`). Every worker generates the same batches and takes its
+    (:func:`dcgmm_tf.data.pipeline.replica_parts`). Every worker generates the same batches and takes its
     own replicas' parts. The dataset runs through epochs ``initial_epoch, initial_epoch + 1, ...`` without
     end, so pass the returned steps to ``fit(..., steps_per_epoch=steps)``.
     """

@@ -52,9 +52,8 @@ def test_spread_layout_fills_every_batch(setup):
     assert all(constraints.submatrix(b).any() for b in batches[:-1])
 
 
-def test_none_layout_and_bad_layout(setup):
+def test_bad_layout(setup):
     labels, constraints = setup
-    assert len(epoch_batches(len(labels), constraints, 32, np.random.default_rng(1), "none")) == 16
     with pytest.raises(ValueError, match="layout"):
         epoch_batches(len(labels), constraints, 32, np.random.default_rng(1), "mixed")
 
@@ -112,10 +111,10 @@ def test_training_pipelines_run_without_tf_data_autotuning(setup, monkeypatch):
 
 
 @pytest.mark.parametrize("layout, pairs, closure", [("separate", 300, False), ("spread", 150, True),
-                                                    ("separate", 0, False), ("none", 50, False)])
+                                                    ("separate", 0, False)])
 def test_in_graph_pipeline_gives_the_batches_and_blocks_of_the_python_one(layout, pairs, closure):
     """The tf.data graph (Python once per epoch) yields, bit for bit, what epoch_elements computes in numpy."""
-    from dcgmm_tf.data.pipeline import epoch_elements
+    from tests.pipeline_reference import epoch_elements
 
     rng = np.random.default_rng(0)
     x, y = rng.random((700, 6), dtype=np.float32), rng.integers(0, 5, 700)

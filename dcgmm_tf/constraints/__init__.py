@@ -6,10 +6,11 @@ and `|W[i, j]|` the confidence in the constraint. `ConstraintSet` stores only
 the non-zero upper-triangular entries, so memory is linear in the number of
 pairs and never quadratic in the number of samples.
 
-Modules: `store` (the `ConstraintSet` class), `confidence` (`default_alpha`,
-`flip_probability`), `sampling` (drawing pairs from labels), `csv_io`
-(constraint files), `closure` (transitive closure) and `arrays` (index
-validation). Dependencies point one way: `store` imports the others, which
+Modules: `store` (the `ConstraintSet` class), `canonical` (checking and
+canonicalising pairs), `lookups` (the entries of batches' blocks), `confidence`
+(`default_alpha`, `flip_probability`), `sampling` (drawing pairs from labels),
+`csv_io` (constraint files), `closure` (transitive closure), `arguments`
+(`as_constraint_set`) and `arrays` (index validation). Dependencies point one way: `store` imports the others, which
 work on plain arrays and never import `store`.
 """
 

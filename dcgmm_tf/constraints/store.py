@@ -1,8 +1,9 @@
-"""`ConstraintSet`: storage, validation and queries of a sparse constraint matrix `W`.
+"""`ConstraintSet`: the storage and queries of a sparse constraint matrix `W`.
 
 Each pair is stored once, upper-triangular, so memory is linear in the number of
-pairs. Drawing from labels, CSV I/O and the transitive closure are array
-functions in the sibling modules `sampling`, `csv_io` and `closure`; the methods
+pairs. Checking and canonicalising the pairs, the batch look-ups, drawing from
+labels, CSV I/O and the transitive closure are array functions in the sibling
+modules `canonical`, `lookups`, `sampling`, `csv_io` and `closure`; the methods
 here build the set from what they return. Those modules never import this one.
 """
 
@@ -15,15 +16,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse import csgraph
 
-from . import closure, csv_io, sampling
-from .arrays import as_index_array
-
-
-def _ragged_arange(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Concatenation of `arange(s, s + c)` for every `(s, c)` pair."""
-    total = int(counts.sum())
-    offsets = np.repeat(np.cumsum(counts) - counts - starts, counts)
-    return np.arange(total, dtype=np.int64) - offsets
+from . import canonical, closure, csv_io, lookups, sampling
 
 
 class ConstraintSet:
@@ -41,77 +34,9 @@ class ConstraintSet:
     """
 
     def __init__(self, i: Any, j: Any, weight: Any, num_samples: int):
-        if (
-            isinstance(num_samples, (bool, np.bool_))
-            or not isinstance(num_samples, (int, np.integer))
-            or num_samples < 1
-        ):
-            raise ValueError(
-                f"num_samples must be a positive integer, got {num_samples!r}."
-            )
-        num_samples = int(num_samples)
-        i = as_index_array(i, "i")
-        j = as_index_array(j, "j")
-        weight = np.asarray(weight)
-        if weight.ndim != 1:
-            raise ValueError(f"`weight` must be 1-D, got shape {weight.shape}.")
-        if weight.dtype.kind not in "iuf":
-            raise ValueError(
-                f"`weight` must be numeric, got dtype {weight.dtype}."
-            )
-        with np.errstate(over="ignore"):
-            weight = weight.astype(np.float32)
-        if not i.size == j.size == weight.size:
-            raise ValueError(
-                "`i`, `j` and `weight` must have the same length, got "
-                f"{i.size}, {j.size} and {weight.size}."
-            )
-        for name, index in (("i", i), ("j", j)):
-            bad = (index < 0) | (index >= num_samples)
-            if bad.any():
-                raise ValueError(
-                    f"`{name}` contains index {index[bad][0]} outside "
-                    f"[0, {num_samples}) (num_samples={num_samples})."
-                )
-        if (i == j).any():
-            k = int(np.flatnonzero(i == j)[0])
-            raise ValueError(
-                f"Pair ({i[k]}, {j[k]}) links a sample to itself; i != j is "
-                "required."
-            )
-        bad = ~np.isfinite(weight) | (weight == 0)
-        if bad.any():
-            k = int(np.flatnonzero(bad)[0])
-            raise ValueError(
-                f"Pair ({i[k]}, {j[k]}) has weight {weight[k]} (as float32); "
-                "weights must be finite and non-zero."
-            )
-
-        lo, hi = np.minimum(i, j), np.maximum(i, j)
-        key = lo * num_samples + hi
-        # Sort by pair, then by decreasing |weight|: the first entry of every
-        # group of duplicates is the one to keep.
-        order = np.lexsort((-np.abs(weight), key))
-        key, weight = key[order], weight[order]
-        first = np.ones(key.size, bool)
-        first[1:] = key[1:] != key[:-1]
-        if not first.all():
-            starts = np.flatnonzero(first)
-            positive = np.maximum.reduceat(weight > 0, starts)
-            negative = np.maximum.reduceat(weight < 0, starts)
-            conflict = positive & negative
-            if conflict.any():
-                k = int(key[starts[np.flatnonzero(conflict)[0]]])
-                raise ValueError(
-                    f"Pair ({k // num_samples}, {k % num_samples}) is given "
-                    "both as a must-link and as a cannot-link."
-                )
-        key, weight = key[first], weight[first]
-
+        i, j, weight, num_samples = canonical.canonical_pairs(i, j, weight, num_samples)
         self.num_samples = num_samples
-        self.i = key // num_samples
-        self.j = key % num_samples
-        self.weight = weight
+        self.i, self.j, self.weight = i, j, weight
         for array in (self.i, self.j, self.weight):
             array.setflags(write=False)
         self._adjacency: sparse.csr_matrix | None = None
@@ -307,33 +232,7 @@ class ConstraintSet:
         ordered by row. Cost is linear in the number of constraints touching
         the batches, not in `num_samples`.
         """
-        indices = as_index_array(indices, "indices")
-        bad = (indices < 0) | (indices >= self.num_samples)
-        if bad.any():
-            raise ValueError(
-                f"`indices` contains {indices[bad][0]} outside "
-                f"[0, {self.num_samples})."
-            )
-        lengths = np.asarray([indices.size] if lengths is None else lengths, np.int64)
-        if lengths.sum() != indices.size or (lengths < 0).any():
-            raise ValueError(f"`lengths` must be >= 0 and sum to {indices.size}, got {lengths.sum()}.")
-        adjacency = self.adjacency
-        batch = np.repeat(np.arange(lengths.size), lengths)
-        row_starts = adjacency.indptr[indices].astype(np.int64)
-        row_counts = adjacency.indptr[indices + 1] - row_starts
-        entries = _ragged_arange(row_starts, row_counts)
-        rows = np.repeat(np.arange(indices.size), row_counts)
-        cols = adjacency.indices[entries]
-        values = adjacency.data[entries]
-        # Map every neighbour to all positions of the same batch holding it.
-        keys = batch * self.num_samples + indices
-        position_order = np.argsort(keys, kind="stable")
-        sorted_keys = keys[position_order]
-        wanted = batch[rows] * self.num_samples + cols
-        first = np.searchsorted(sorted_keys, wanted, side="left")
-        counts = np.searchsorted(sorted_keys, wanted, side="right") - first
-        return (np.repeat(rows, counts), position_order[_ragged_arange(first, counts)],
-                np.repeat(values, counts))
+        return lookups.block_entries(self.adjacency, indices, lengths)
 
     def submatrix(self, indices: Any) -> np.ndarray:
         """Returns the dense float32 block `W[indices][:, indices]`.

@@ -12,7 +12,7 @@ from scipy.sparse import csgraph
 from dcgmm_tf import validation
 from dcgmm_tf.constraints import ConstraintSet
 
-LAYOUTS = ("separate", "spread", "none")
+LAYOUTS = ("separate", "spread")
 
 
 def _pair_batches(constraints: ConstraintSet, order: np.ndarray, pairs_per_batch: int) -> list[np.ndarray]:
@@ -32,12 +32,11 @@ def epoch_batches(num_samples: int, constraints: ConstraintSet, batch_size: int,
     - ``"separate"`` (the paper's): extra batches of ``batch_size // 2`` pairs.
     - ``"spread"``: the pairs are shared out evenly over all batches, each batch filled up to
       ``batch_size`` with data samples; every step then sees both kinds of terms.
-    - ``"none"``: data batches only.
     """
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     order = rng.permutation(num_samples)
-    num_pairs = len(constraints) if layout != "none" else 0
+    num_pairs = len(constraints)
     pair_order = rng.permutation(num_pairs)
     if layout == "spread" and num_pairs:
         num_batches = -(-(num_samples + 2 * num_pairs) // batch_size)
@@ -72,23 +71,15 @@ def deal_groups(sizes: np.ndarray, num_parts: int) -> np.ndarray:
     return part
 
 
-def split_for_replicas(w: np.ndarray, num_replicas: int) -> list[np.ndarray]:
-    """Positions of a batch shared out over ``num_replicas`` parts without cutting a constraint.
-
-    ``w`` is the batch's B x B constraint submatrix. Samples linked (directly or through other samples of
-    the batch) stay in one part; the linked groups are dealt largest first to the smallest part
-    (:func:`deal_groups`), so the parts are as equal as the groups allow. A part is empty only when the batch
-    has fewer groups than parts. Positions within a part keep their batch order.
-    """
-    _, group = csgraph.connected_components(sparse.csr_matrix(w != 0), directed=False)
-    part = deal_groups(np.bincount(group), num_replicas)[group]
-    return [np.flatnonzero(part == r) for r in range(num_replicas)]
-
-
 def replica_parts(indices: np.ndarray, lengths: np.ndarray, constraints: ConstraintSet,
                   num_replicas: int) -> tuple[np.ndarray, np.ndarray]:
-    """The batches (``indices`` cut by ``lengths``) each cut into ``num_replicas`` consecutive parts as
-    :func:`split_for_replicas` cuts them, for a whole epoch at once; returns the parts' indices and lengths."""
+    """The batches (``indices`` cut by ``lengths``) each cut into ``num_replicas`` consecutive parts, for a whole
+    epoch at once; returns the parts' indices and lengths.
+
+    Samples linked (directly or through other samples of the batch) stay in one part; the linked groups are dealt
+    largest first to the smallest part (:func:`deal_groups`), so the parts are as equal as the groups allow. A
+    part is empty only when the batch has fewer groups than parts. Positions within a part keep their batch order.
+    """
     rows, cols, _ = constraints.block_entries(indices, lengths)
     links = sparse.coo_matrix((np.ones(len(rows), bool), (rows, cols)), shape=(len(indices),) * 2)
     _, group = csgraph.connected_components(links.tocsr(), directed=False)  # groups never span two batches
@@ -102,24 +93,6 @@ def replica_parts(indices: np.ndarray, lengths: np.ndarray, constraints: Constra
             part_lengths.append(len(mine))
         start += length
     return indices[np.concatenate(positions)], np.asarray(part_lengths, np.int64)
-
-
-def epoch_elements(x: np.ndarray, constraints: ConstraintSet, batch_size: int, rng: np.random.Generator,
-                   layout: str = "separate", num_replicas: int = 1) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """The ``(x_batch, W_batch)`` of one epoch's batches (:func:`epoch_batches`), computed batch by batch in
-    numpy: the reference the tf.data pipelines are tested against.
-
-    With ``num_replicas`` R > 1 (for ``tf.distribute``, see :mod:`dcgmm_tf.distribute`) every batch comes as
-    R consecutive parts, one per replica (:func:`split_for_replicas`): no constraint between two samples of
-    the batch is cut, so the parts' W blocks hold all of the batch's constraints.
-    """
-    for idx in epoch_batches(len(x), constraints, batch_size, rng, layout):
-        w = constraints.submatrix(idx)
-        if num_replicas == 1:
-            yield x[idx], w
-            continue
-        for part in split_for_replicas(w, num_replicas):
-            yield x[idx[part]], w[np.ix_(part, part)]
 
 
 PREFETCH_BATCHES = 2
