@@ -45,7 +45,7 @@ from sklearn.neighbors import NearestNeighbors
 from dcgmm_tf.cluster_init import default_components, fit_latent_classes, link_metric
 from dcgmm_tf.constraints import ConstraintSet, flip_probability
 
-STRATEGIES = ("random", "uncertain", "explore", "consolidate", "anchor", "disagree")
+SELECTION_STRATEGIES = ("random", "uncertain", "explore", "consolidate", "anchor", "disagree")
 NUM_NEIGHBOURS = 10
 MAX_ANCHORS = 10_000  # anchors of the nearest-neighbour candidates: the cost does not grow with N beyond this
 MAX_EXPLORE_CANDIDATES = 3_000  # samples per cluster among which `explore` chooses
@@ -78,8 +78,8 @@ class _Picked:
 
 def _check(embeddings: np.ndarray, posteriors: np.ndarray, constraints: ConstraintSet, num_pairs: int,
            strategy: str) -> None:
-    if strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+    if strategy not in SELECTION_STRATEGIES:
+        raise ValueError(f"strategy must be one of {SELECTION_STRATEGIES}, got {strategy!r}")
     n = len(embeddings)
     if embeddings.ndim != 2 or posteriors.ndim != 2 or len(posteriors) != n:
         raise ValueError(f"embeddings [N, D] and posteriors [N, K] must have the same N, got shapes "
@@ -348,7 +348,7 @@ def select_pairs(embeddings: np.ndarray, posteriors: np.ndarray, constraints: Co
       posteriors: p(k | x) of every sample, [N, K].
       constraints: The pairs already known (never suggested again).
       num_pairs: How many pairs to suggest, at most the number of unknown pairs.
-      strategy: One of :data:`STRATEGIES`.
+      strategy: One of :data:`SELECTION_STRATEGIES`.
       seed: Seed of the random choices; the same inputs and seed give the same pairs.
       features: The inputs x of every sample, [N, ...]; needed by ``disagree`` only.
 

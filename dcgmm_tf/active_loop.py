@@ -65,8 +65,8 @@ def simulate(config: RunConfig, data: Dataset, strategies: Sequence[str], schedu
     complete. Returns all rows. The answers carry the confidence ``config.alpha`` (default 1e4) and are never wrong.
     """
     for strategy in strategies:
-        if strategy not in active.STRATEGIES:
-            raise ValueError(f"strategy must be one of {active.STRATEGIES}, got {strategy!r}")
+        if strategy not in active.SELECTION_STRATEGIES:
+            raise ValueError(f"strategy must be one of {active.SELECTION_STRATEGIES}, got {strategy!r}")
     if config.method != "dcgmm":
         raise ValueError(f"active selection needs method dcgmm, got {config.method}")
     weight = config.alpha or default_alpha(0.0)

@@ -264,20 +264,20 @@ def latent_class_start(z: np.ndarray, constraints: ConstraintSet, num_clusters: 
     return ClusterStart(means, variances, assignments)
 
 
-STRATEGIES = ("gmm", "merge", "latent_class")
-LINK_STRATEGIES = ("merge", "latent_class")  # the strategies that use the constraints
+START_STRATEGIES = ("gmm", "merge", "latent_class")
+LINK_START_STRATEGIES = ("merge", "latent_class")  # the strategies that use the constraints
 
 
 def check_strategy(strategy: str) -> None:
-    """Raise ``ValueError`` unless ``strategy`` is one of :data:`STRATEGIES`."""
-    if strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+    """Raise ``ValueError`` unless ``strategy`` is one of :data:`START_STRATEGIES`."""
+    if strategy not in START_STRATEGIES:
+        raise ValueError(f"strategy must be one of {START_STRATEGIES}, got {strategy!r}")
 
 
 def cluster_start(z: np.ndarray, constraints: ConstraintSet | None, num_clusters: int, strategy: str = "latent_class",
                   num_components: int | None = None, seed: int = 0, min_variance: float = 1e-3,
                   current: np.ndarray | None = None) -> ClusterStart:
-    """The start of ``strategy`` (one of :data:`STRATEGIES`) on embeddings ``z``.
+    """The start of ``strategy`` (one of :data:`START_STRATEGIES`) on embeddings ``z``.
 
     Without constraints (None or an empty set, as for VaDE) every strategy is the paper's :func:`gmm_start`.
     ``current`` (cluster probabilities [N, K]) is used by ``latent_class`` only (see :func:`latent_class_start`).

@@ -12,15 +12,15 @@ import dataclasses
 import math
 from typing import Any, Callable
 
-from dcgmm_tf.cluster_init import LINK_STRATEGIES, STRATEGIES
+from dcgmm_tf.cluster_init import LINK_START_STRATEGIES, START_STRATEGIES
 from dcgmm_tf.constraints import LINK_TYPES
-from dcgmm_tf.distribute import STRATEGIES as DISTRIBUTION_STRATEGIES
+from dcgmm_tf.distribute import DISTRIBUTION_STRATEGIES
 from dcgmm_tf.model import KL_ESTIMATORS
 from dcgmm_tf.storage import settings_hash
 
 METHODS = ("dcgmm", "vade", "pckmeans", "sdec", "cidec")
 MIXTURE_METHODS = ("dcgmm", "vade")  # the methods with a Gaussian mixture to start and restart
-CLUSTER_INITS = (*STRATEGIES, "labels")
+CLUSTER_INITS = (*START_STRATEGIES, "labels")  # the starts of the mixture
 MIXED_PRECISION_POLICIES = {"off": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
 
@@ -151,7 +151,7 @@ class RunConfig:
                 if getattr(self, name) != defaults[name].default:
                     raise ValueError(f"{name} applies to method dcgmm or vade only (method is {self.method}).")
         if self.restart_every not in (0, defaults["restart_every"].default) and \
-                self.cluster_init not in LINK_STRATEGIES:
+                self.cluster_init not in LINK_START_STRATEGIES:
             raise ValueError(f"restart_every needs cluster_init merge or latent_class (or restart_every 0), "
                              f"got cluster_init {self.cluster_init}.")
         if self.init_labels_per_class and self.cluster_init != "labels":

@@ -22,7 +22,7 @@ import tensorflow as tf
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.data.pipeline import batch_elements, checked_inputs, epoch_arrays, epoch_rows, prefetch_without_autotune
 
-STRATEGIES = ("default", "mirrored", "multiworker")
+DISTRIBUTION_STRATEGIES = ("default", "mirrored", "multiworker")
 
 
 def make_strategy(name: str = "default") -> tf.distribute.Strategy:
@@ -37,7 +37,7 @@ def make_strategy(name: str = "default") -> tf.distribute.Strategy:
         return tf.distribute.MirroredStrategy()
     if name == "multiworker":
         return tf.distribute.MultiWorkerMirroredStrategy()
-    raise ValueError(f"strategy must be one of {STRATEGIES}, got {name!r}")
+    raise ValueError(f"strategy must be one of {DISTRIBUTION_STRATEGIES}, got {name!r}")
 
 
 def distributed_constrained_dataset(strategy: tf.distribute.Strategy, x: np.ndarray,

@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dcgmm_tf import training, validation
 from dcgmm_tf.callbacks import ClusterRestart
-from dcgmm_tf.cluster_init import LINK_STRATEGIES, STRATEGIES
+from dcgmm_tf.cluster_init import LINK_START_STRATEGIES, START_STRATEGIES
 from dcgmm_tf.config import RunConfig, check_field
 from dcgmm_tf.constraints import ConstraintSet, as_constraint_set
 from dcgmm_tf.fitting import FitSchedule, fit_mixture
@@ -112,8 +112,8 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         for name in ("seed", "epochs", "pretrain_epochs", "batch_size", "learning_rate", "latent_dim"):
             value = seed if name == "seed" else getattr(self, name)
             check_field(name, value, _RUNNER_DEFAULTS[name].metadata)  # the runner's rules
-        if self.cluster_init not in STRATEGIES:
-            raise ValueError(f"cluster_init must be one of {list(STRATEGIES)}, got {self.cluster_init!r}.")
+        if self.cluster_init not in START_STRATEGIES:
+            raise ValueError(f"cluster_init must be one of {list(START_STRATEGIES)}, got {self.cluster_init!r}.")
         x = validation.check_data(x, num_clusters=self.n_clusters, likelihood=self.likelihood_, name="X")
 
         def build(model_seed: int) -> DCGMM:
@@ -126,7 +126,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                                           verbose=self.verbose)
         start_mixture(model, x, self.cluster_init, constraints, seed=seed)
         callbacks = []
-        if self.cluster_init in LINK_STRATEGIES and len(constraints) > 0:
+        if self.cluster_init in LINK_START_STRATEGIES and len(constraints) > 0:
             callbacks.append(ClusterRestart(x, constraints, _RUNNER_DEFAULTS["restart_every"].default,
                                             self.cluster_init, seed=seed))
         schedule = FitSchedule(self.epochs, batch_size=self.batch_size, seed=seed, learning_rate=self.learning_rate)

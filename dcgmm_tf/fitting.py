@@ -49,7 +49,8 @@ class FitSchedule:
     clipnorm: float = 300.0
 
 
-def learning_rate_schedule(schedule: FitSchedule, steps_per_epoch: int) -> keras.optimizers.schedules.LearningRateSchedule:
+def learning_rate_schedule(schedule: FitSchedule,
+                           steps_per_epoch: int) -> keras.optimizers.schedules.LearningRateSchedule:
     """The learning rate by step: ``learning_rate``, times ``lr_decay`` every ``lr_decay_epochs`` epochs."""
     return keras.optimizers.schedules.ExponentialDecay(
         schedule.learning_rate, decay_steps=schedule.lr_decay_epochs * steps_per_epoch, decay_rate=schedule.lr_decay,

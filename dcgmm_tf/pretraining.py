@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from dcgmm_tf import cluster_init, losses, validation
+from dcgmm_tf.config import CLUSTER_INITS
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.data.pipeline import prefetch_without_autotune
 from dcgmm_tf.model import DCGMM
@@ -160,9 +161,6 @@ def pretrain_checked(model: DCGMM, x: np.ndarray, *, epochs: int, batch_size: in
     return False
 
 
-START_STRATEGIES = (*cluster_init.STRATEGIES, "labels")
-
-
 def labelled_subset(y: np.ndarray, per_class: int, seed: int) -> np.ndarray:
     """Indices of ``per_class`` random samples of each class of ``y`` (all indices when 0); sorted."""
     if not per_class:
@@ -194,14 +192,14 @@ def start_mixture(model: DCGMM, x: np.ndarray, strategy: str = "latent_class",
       gmm_seed: Seed of the GMM (default: ``seed``); the pretraining's, so that runs sharing a pretrained model
         share its GMM.
     """
-    if strategy not in START_STRATEGIES:
-        raise ValueError(f"strategy must be one of {START_STRATEGIES}, got {strategy!r}")
+    if strategy not in CLUSTER_INITS:
+        raise ValueError(f"strategy must be one of {CLUSTER_INITS}, got {strategy!r}")
     if strategy == "labels":
         labelled = labelled_subset(labels, labels_per_class, seed)
         cluster_prior_from_labels(model, x[labelled], labels[labelled])
         logging.info("mixture initialised from the labels of %d training samples", len(labelled))
         return
-    linked = strategy in cluster_init.LINK_STRATEGIES and constraints is not None and len(constraints) > 0
+    linked = strategy in cluster_init.LINK_START_STRATEGIES and constraints is not None and len(constraints) > 0
     if not linked or strategy == "latent_class":  # the start, or the clusters that latent_class starts from
         fit_cluster_prior(model, x, seed=seed if gmm_seed is None else gmm_seed)
     if linked:

@@ -29,7 +29,7 @@ import numpy as np
 from dcgmm_tf import metrics
 from dcgmm_tf.baselines.training import train_dec, train_pckmeans
 from dcgmm_tf.callbacks import ClusteringMetrics, ClusterRestart
-from dcgmm_tf.cluster_init import LINK_STRATEGIES
+from dcgmm_tf.cluster_init import LINK_START_STRATEGIES
 from dcgmm_tf.config import MIXED_PRECISION_POLICIES, RunConfig, RuntimeConfig
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.data import Dataset
@@ -77,7 +77,8 @@ def pretrained_model(build: Callable[[int], DCGMM], x: np.ndarray, *, seed: int,
     model_config = model.get_config()  # what the pretrained weights depend on:
     settings = {k: model_config[k] for k in ("encoder", "decoder", "num_clusters", "min_variance", "seed")}
     settings.update(pretrain_epochs=epochs, pretrain_batch_size=batch_size, data=array_hash(x))
-    cache = None if cache_dir is None else cache_dir / f"pretrain-{name}-seed{seed}-{settings_hash(settings)}.weights.h5"
+    file_name = f"pretrain-{name}-seed{seed}-{settings_hash(settings)}.weights.h5"
+    cache = None if cache_dir is None else cache_dir / file_name
     cached = pretrain_checked(model, x, epochs=epochs, batch_size=batch_size, seed=seed, cache_path=cache,
                               verbose=verbose)
     logging.info("pretrained weights %s", cache_note(cached, cache))
@@ -114,7 +115,7 @@ def fit_config(model: DCGMM, config: RunConfig, x: np.ndarray, constraints: Cons
                            learning_rate=config.learning_rate, lr_decay=config.lr_decay,
                            lr_decay_epochs=config.lr_decay_epochs, clipnorm=config.clipnorm)
     run_callbacks = []
-    if config.cluster_init in LINK_STRATEGIES and config.restart_every and len(constraints) > 0:
+    if config.cluster_init in LINK_START_STRATEGIES and config.restart_every and len(constraints) > 0:
         run_callbacks.append(ClusterRestart(x, constraints, config.restart_every, config.cluster_init,
                                             config.init_components or None, config.seed))
     if x_test is not None and len(x_test):

@@ -27,7 +27,7 @@ flags.DEFINE_list("seeds", ["0"], "Pretraining seeds.")
 flags.DEFINE_list("pretrain_epochs", ["10", "30", "60"], "Increasing autoencoder epochs at which to fit the GMMs.")
 flags.DEFINE_enum("pretrain_on", "train", ["train", "train_test"],
                   "Pretraining images: the training split, or training + test images (the authors' code).")
-flags.DEFINE_list("strategies", ["gmm"], "Start strategies (dcgmm_tf.cluster_init.STRATEGIES).")
+flags.DEFINE_list("strategies", ["gmm"], "Start strategies (dcgmm_tf.cluster_init.START_STRATEGIES).")
 flags.DEFINE_integer("gmm_states", 3, "Random states (of the GMMs) per checkpoint and strategy.")
 flags.DEFINE_integer("num_constraints", 6000, "Constraints (drawn with the seed) for the satisfaction column.")
 flags.DEFINE_integer("threads", 0, "TensorFlow intra-op threads (0: all cores).")
@@ -40,7 +40,7 @@ def main(argv):
     import numpy as np
 
     from dcgmm_tf import DCGMM, ConstraintSet, metrics
-    from dcgmm_tf.cluster_init import STRATEGIES, cluster_start
+    from dcgmm_tf.cluster_init import START_STRATEGIES, cluster_start
     from dcgmm_tf.data import load_dataset
     from dcgmm_tf.pretraining import cluster_prior_from_labels, pretrain_autoencoder
     from dcgmm_tf.runtime import set_threads
@@ -50,8 +50,8 @@ def main(argv):
     epochs = sorted(int(e) for e in FLAGS.pretrain_epochs)
     if epochs[0] < 1:
         raise ValueError("--pretrain_epochs must all be at least 1")
-    if not set(FLAGS.strategies) <= set(STRATEGIES):
-        raise ValueError(f"--strategies must be among {STRATEGIES}, got {FLAGS.strategies}")
+    if not set(FLAGS.strategies) <= set(START_STRATEGIES):
+        raise ValueError(f"--strategies must be among {START_STRATEGIES}, got {FLAGS.strategies}")
     data = load_dataset(FLAGS.dataset, FLAGS.data_dir)
     x_train, y_train, x_test, y_test = data.x_train, data.y_train, data.x_test, data.y_test
     x_pretrain = x_train if FLAGS.pretrain_on == "train" else np.concatenate([x_train, x_test])

@@ -18,7 +18,7 @@ def blobs(n=600, k=4, seed=0):
     return z, y, p / p.sum(1, keepdims=True)
 
 
-@pytest.mark.parametrize("strategy", active.STRATEGIES)
+@pytest.mark.parametrize("strategy", active.SELECTION_STRATEGIES)
 def test_pairs_are_valid_new_distinct_and_fixed_by_the_seed(strategy):
     z, y, p = blobs()
     known = ConstraintSet.from_labels(y, 50, seed=0)
