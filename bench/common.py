@@ -6,7 +6,7 @@ import json
 import os
 import platform
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 def machine() -> dict:

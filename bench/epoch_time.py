@@ -1,4 +1,5 @@
-r"""Wall time of every epoch of ``fit`` on Fashion-MNIST, with tf.data's autotuning off (the library's pipelines) and on.
+r"""Wall time of every epoch of ``fit`` on Fashion-MNIST, with tf.data's autotuning off (the library's pipelines)
+and on.
 
     python -m bench.epoch_time                    # 12 epochs each; takes ~3 minutes on an idle 2-core machine
 

@@ -24,9 +24,9 @@ def main(argv):
     import numpy as np
 
     from bench.common import machine, report
-    from dcgmm_tf.runtime import set_threads
     from dcgmm_tf import DCGMM
     from dcgmm_tf.data import load_dataset
+    from dcgmm_tf.runtime import set_threads
 
     set_threads(1)
     data = load_dataset("fashion")

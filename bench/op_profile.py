@@ -11,7 +11,7 @@ import glob
 import os
 import re
 import tempfile
-from typing import Callable
+from collections.abc import Callable
 
 PARTS = ("layer matmuls", "optimizer", "backward, other", "forward, other")
 _OP_TYPE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

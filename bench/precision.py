@@ -10,7 +10,6 @@ test images whose cluster changes against fp32, the largest change of p(c|x), an
 
 from __future__ import annotations
 
-
 from absl import app, flags
 
 FLAGS = flags.FLAGS

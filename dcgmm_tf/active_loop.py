@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import keras
 import numpy as np

@@ -148,7 +148,7 @@ def merge_start(z: np.ndarray, constraints: ConstraintSet, num_clusters: int,
 
 
 def _log_others(log_theta: np.ndarray) -> np.ndarray:
-    """log sum_{c' != c} theta[a, c'] for every (a, c), computed as a masked logsumexp (no cancellation)."""
+    """Log sum_{c' != c} theta[a, c'] for every (a, c), computed as a masked logsumexp (no cancellation)."""
     k = log_theta.shape[1]
     return logsumexp(np.where(np.eye(k, dtype=bool), -np.inf, log_theta[:, None, :]), axis=2)
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from dcgmm_tf.cluster_init import LINK_START_STRATEGIES, START_STRATEGIES
 from dcgmm_tf.constraints import LINK_TYPES

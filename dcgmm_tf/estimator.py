@@ -32,46 +32,31 @@ _RUNNER_DEFAULTS = RunConfig.__dataclass_fields__
 class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     """Deep Conditional Gaussian Mixture Model: clustering steered by pairwise must-link / cannot-link constraints.
 
-    Parameters
-    ----------
-    n_clusters : int, default=10
-        Number of clusters K.
-    latent_dim : int, default=10
-        Dimension of the embedding (``transform`` returns it).
-    epochs : int, default=100
-        Training epochs after pretraining.
-    pretrain_epochs : int, default=10
-        Autoencoder pretraining epochs.
-    alpha : float, default=1e4
-        Confidence |W_ij| of the pairs given as ``ml`` / ``cl`` (1e4: the paper's hard constraints; for pairs that
-        are wrong with probability q, ``dcgmm_tf.default_alpha(q)``). A ``ConstraintSet`` brings its own weights.
-    batch_size : int, default=256
-        Training and pretraining batch size.
-    learning_rate : float, default=1e-3
-        Initial Adam learning rate (decayed x0.9 every 20 epochs).
-    cluster_init : {"latent_class", "merge", "gmm"}, default="latent_class"
-        Start of the mixture: GMM components grouped by the constraints (latent_class, merge) or the paper's GMM.
-    likelihood : {"auto", "bernoulli", "gaussian"}, default="auto"
-        Decoder likelihood; "auto": Bernoulli when all of X is in [0, 1], else Gaussian.
-    random_state : int, RandomState instance or None, default=None
-        Seed of the initialisation, pretraining, start and batches.
-    verbose : int, default=0
-        Keras progress output: 0 silent, 1 progress bar, 2 one line per epoch.
+    Args:
+      n_clusters: Number of clusters K.
+      latent_dim: Dimension of the embedding (``transform`` returns it).
+      epochs: Training epochs after pretraining.
+      pretrain_epochs: Autoencoder pretraining epochs.
+      alpha: Confidence |W_ij| of the pairs given as ``ml`` / ``cl`` (1e4: the paper's hard constraints; for pairs
+        that are wrong with probability q, ``dcgmm_tf.default_alpha(q)``). A ``ConstraintSet`` brings its own
+        weights.
+      batch_size: Training and pretraining batch size.
+      learning_rate: Initial Adam learning rate (decayed x0.9 every 20 epochs).
+      cluster_init: Start of the mixture, "latent_class", "merge" or "gmm": GMM components grouped by the
+        constraints (latent_class, merge) or the paper's GMM.
+      likelihood: Decoder likelihood, "auto", "bernoulli" or "gaussian"; "auto": Bernoulli when all of X is in
+        [0, 1], else Gaussian.
+      random_state: Seed (int, RandomState instance or None) of the initialisation, pretraining, start and
+        batches.
+      verbose: Keras progress output: 0 silent, 1 progress bar, 2 one line per epoch.
 
-    Attributes
-    ----------
-    model_ : dcgmm_tf.DCGMM
-        The trained Keras model.
-    labels_ : ndarray of shape (n_samples,)
-        Cluster of each training sample.
-    constraints_ : dcgmm_tf.ConstraintSet
-        The constraints the model was trained with.
-    history_ : dict
-        Per-epoch values of each loss term.
-    likelihood_ : str
-        The decoder likelihood used.
-    n_features_in_ : int
-        Number of features seen in ``fit``.
+    Attributes:
+      model_: The trained Keras model (a ``dcgmm_tf.DCGMM``).
+      labels_: Cluster of each training sample, shape (n_samples,).
+      constraints_: The ``dcgmm_tf.ConstraintSet`` the model was trained with.
+      history_: Per-epoch values of each loss term.
+      likelihood_: The decoder likelihood used.
+      n_features_in_: Number of features seen in ``fit``.
     """
 
     def __init__(self, n_clusters: int = 10, *, latent_dim: int = 10, epochs: int = 100, pretrain_epochs: int = 10,

@@ -9,8 +9,8 @@ arguments). The optimizer is made by :func:`make_optimizer` from :func:`learning
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import keras
 import numpy as np

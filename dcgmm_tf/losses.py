@@ -46,13 +46,13 @@ def reconstruction_nll(x: tf.Tensor, params: tf.Tensor, likelihood: str = "berno
 
 
 def component_log_likelihoods(z: tf.Tensor, means: tf.Tensor, variances: tf.Tensor) -> tf.Tensor:
-    """log p(z|k) = log N(z | mu_k, sigma_k^2 I) (Eq. 1) for every component: [..., D] -> [..., K]."""
+    """Log p(z|k) = log N(z | mu_k, sigma_k^2 I) (Eq. 1) for every component: [..., D] -> [..., K]."""
     components = tfd.MultivariateNormalDiag(loc=means, scale_diag=tf.sqrt(variances))
     return components.log_prob(z[..., tf.newaxis, :])
 
 
 def cluster_log_posterior(z: tf.Tensor, means: tf.Tensor, variances: tf.Tensor) -> tf.Tensor:
-    """log p(k|z) with uniform pi_k = 1/K (Eq. 7, Sec. 2.4): [..., D] -> [..., K]."""
+    """Log p(k|z) with uniform pi_k = 1/K (Eq. 7, Sec. 2.4): [..., D] -> [..., K]."""
     return tf.nn.log_softmax(component_log_likelihoods(z, means, variances), axis=-1)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import keras
 import numpy as np
@@ -118,7 +118,7 @@ class DCGMM(keras.Model):
         return tf.exp(self.cluster_log_posterior(z_mean))
 
     def cluster_log_posterior(self, z: tf.Tensor) -> tf.Tensor:
-        """log p(c|z), shape [..., K]."""
+        """Log p(c|z), shape [..., K]."""
         return losses.cluster_log_posterior(tf.cast(z, tf.float32), self.cluster_means, self.cluster_variances)
 
     def embed(self, x, batch_size: int = 1024) -> np.ndarray:

@@ -10,7 +10,7 @@ Any Keras layer with that contract can be given to :class:`dcgmm_tf.DCGMM`.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import keras
 

@@ -13,8 +13,9 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 

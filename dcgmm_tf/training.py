@@ -20,8 +20,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
 import keras
 import numpy as np
@@ -36,8 +36,8 @@ from dcgmm_tf.data import Dataset
 from dcgmm_tf.fitting import FitSchedule, fit_mixture
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.networks import VGGDecoder, VGGEncoder
-from dcgmm_tf.pretraining import pretrain_checked, start_mixture
 from dcgmm_tf.prepared import PreparedRun, prepare_run
+from dcgmm_tf.pretraining import pretrain_checked, start_mixture
 from dcgmm_tf.runtime import distribution_strategy
 from dcgmm_tf.storage import array_hash, settings_hash, write_atomically
 from dcgmm_tf.trainer_base import TrainedModel, cache_folder, cache_note, predict_clusters

@@ -21,8 +21,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from absl import app, flags
 
@@ -98,8 +98,8 @@ def suggest(config: RunConfig, runtime: RuntimeConfig, strategy: str, num_pairs:
     ``output`` (``i,j,weight`` with the weight left empty); returns the number written."""
     from dcgmm_tf.active import suggest_pairs
     from dcgmm_tf.data import load_dataset
-    from dcgmm_tf.storage import write_atomically
     from dcgmm_tf.prepared import prepare_run, run_dir_of
+    from dcgmm_tf.storage import write_atomically
     from dcgmm_tf.training import train_prepared
 
     data = load_dataset(config.dataset, runtime.data_dir, image_size=config.image_size)

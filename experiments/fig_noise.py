@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import pandas as pd
 from absl import app, flags

@@ -36,7 +36,8 @@ def run(config: RunConfig, runtime: RuntimeConfig, runs: int = 1):
     writes ``summary.csv`` beside it and returns the summary. Process-wide settings (threads, determinism)
     are ``main``'s: see ``dcgmm_tf.runtime.configure``."""
     from dcgmm_tf.data import load_dataset
-    from experiments import results, runs as run_rows
+    from experiments import results
+    from experiments import runs as run_rows
 
     data = load_dataset(config.dataset, runtime.data_dir, image_size=config.image_size)
     csv_path = Path(runtime.output_dir) / "results.csv"

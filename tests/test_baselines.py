@@ -8,8 +8,7 @@ from scipy.sparse import csgraph
 from scipy.special import logsumexp
 
 from dcgmm_tf import ConstraintSet, metrics
-from dcgmm_tf.baselines import CIDEC, SDEC, ClusteringLayer, PCKMeans, StackedAutoencoder, pretrain_layerwise
-from dcgmm_tf.baselines import dec
+from dcgmm_tf.baselines import CIDEC, SDEC, ClusteringLayer, PCKMeans, StackedAutoencoder, dec, pretrain_layerwise
 from dcgmm_tf.baselines.pckmeans import independent_sets, must_link_neighbourhoods
 
 

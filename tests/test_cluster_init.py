@@ -4,8 +4,16 @@ import numpy as np
 import pytest
 
 from dcgmm_tf import DCGMM, ConstraintSet, MLPDecoder, MLPEncoder, default_alpha, metrics
-from dcgmm_tf.cluster_init import (cluster_start, fit_latent_classes, gmm_start, init_clusters, latent_class_start,
-                                   link_metric, merge_start, moment_match)
+from dcgmm_tf.cluster_init import (
+    cluster_start,
+    fit_latent_classes,
+    gmm_start,
+    init_clusters,
+    latent_class_start,
+    link_metric,
+    merge_start,
+    moment_match,
+)
 from dcgmm_tf.constraints import flip_probability
 
 # Six tight blobs on a line; classes pair blobs that are NOT neighbours, so the geometry alone (a GMM with K = 3)

@@ -10,8 +10,8 @@ import pytest
 
 from dcgmm_tf import ConstraintSet
 from dcgmm_tf.data import constrained_dataset
-from tests.pipeline_reference import epoch_elements, split_for_replicas
 from dcgmm_tf.distribute import make_strategy
+from tests.pipeline_reference import epoch_elements, split_for_replicas
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -81,10 +81,10 @@ def test_dealing_singletons_at_once_is_dealing_them_one_by_one():
 @pytest.mark.parametrize("layout, closure", [("separate", False), ("spread", False), ("separate", True)])
 def test_distributed_pipeline_gives_the_parts_of_the_batch_by_batch_reference(layout, closure):
     """The whole epoch's parts, made at once in the tf.data graph, equal those of epoch_elements bit for bit."""
-    from dcgmm_tf.distribute import distributed_constrained_dataset
     import tensorflow as tf
 
     from dcgmm_tf.data.pipeline import batch_elements, epoch_arrays
+    from dcgmm_tf.distribute import distributed_constrained_dataset
 
     rng = np.random.default_rng(2)
     x, labels = rng.random((300, 5), dtype=np.float32), rng.integers(0, 4, 300)

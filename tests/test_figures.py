@@ -10,8 +10,8 @@ from PIL import Image
 
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.data import Dataset
-from dcgmm_tf.trainer_base import TrainedModel
 from dcgmm_tf.evaluation import RunResult
+from dcgmm_tf.trainer_base import TrainedModel
 from experiments import fig_common, fig_constraints, fig_embeddings, fig_noise, fig_samples, runs, table1
 
 

@@ -102,7 +102,10 @@ def test_pairwise_term_sign_and_symmetry():
     apart = np.log(np.array([[0.98, 0.01, 0.01], [0.01, 0.98, 0.01]], np.float32))
     must = np.array([[0, 1e4], [1e4, 0]], np.float32)
     cannot = -must
-    term = lambda lg, w: float(losses.pairwise_constraint_term(lg, w))
+
+    def term(lg, w):
+        return float(losses.pairwise_constraint_term(lg, w))
+
     # A must-link is rewarded (lower loss) when the pair shares a cluster; a cannot-link is penalised.
     assert term(together, must) < term(apart, must)
     assert term(together, cannot) > term(apart, cannot)

@@ -4,11 +4,9 @@ import keras
 import numpy as np
 import pytest
 
-from dcgmm_tf import ConstraintSet, DCGMM
-from dcgmm_tf.data import constrained_dataset
-from dcgmm_tf import prepared, training
+from dcgmm_tf import DCGMM, ConstraintSet, prepared, training
 from dcgmm_tf.config import RunConfig
-from dcgmm_tf.data import Dataset
+from dcgmm_tf.data import Dataset, constrained_dataset
 from dcgmm_tf.networks import MLPEncoder, VGGDecoder, VGGEncoder
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Callable
+from collections.abc import Callable
 
 import keras
 import numpy as np

@@ -7,7 +7,7 @@ the input) on the previous layer's output; the whole autoencoder is then fine-tu
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import keras
 import numpy as np

@@ -94,7 +94,7 @@ def _parse_index(text: str, name: str, num_samples: int, where: str) -> int:
         except ValueError:
             raise ValueError(f"{where}: {name}={text!r} is not a number.") from None
         if not (math.isfinite(number) and number.is_integer()):
-            raise ValueError(f"{where}: {name}={text!r} is not an integer.")
+            raise ValueError(f"{where}: {name}={text!r} is not an integer.") from None
         value = int(number)
     if value < 0:
         raise ValueError(f"{where}: {name}={value} is negative.")

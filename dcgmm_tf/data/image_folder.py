@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import csv
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 REPO_DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 SYSTEM_DATA_DIR = Path("/usr/share/datasets")
