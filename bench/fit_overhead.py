@@ -4,7 +4,7 @@ r"""What ``fit`` costs per step beyond the training step itself: Keras' loop, th
     python -m bench.fit_overhead --steps_per_execution=1,8,32,128 --output=bench/results/fit_overhead.jsonl
 
 A small DC-GMM (784-64-10, so that a step costs about a millisecond and the loop around it shows) is trained on
-random data in [0, 1] with random constraints, through ``dcgmm_tf.training.fit_mixture`` (the recipe's ``fit``:
+random data in [0, 1] with random constraints, through ``dcgmm_tf.fitting.fit_mixture`` (the recipe's ``fit``:
 its pipeline, optimizer and NaN guard; no evaluation, no restarts) with each ``steps_per_execution``, and, as
 the reference, by a ``tf.function`` that runs one epoch of ``train_step`` over the same pipeline in one call.
 The variants run in interleaved rounds (a busy machine slows them alike); per variant the median epoch over
@@ -35,18 +35,18 @@ def main(argv):
     import tensorflow as tf
 
     from bench.common import machine, report
-    from dcgmm_tf import DCGMM, ConstraintSet, MLPDecoder, MLPEncoder, training
-    from dcgmm_tf.config import RunConfig, RuntimeConfig
+    from dcgmm_tf import DCGMM, ConstraintSet, MLPDecoder, MLPEncoder
     from dcgmm_tf.data import constrained_dataset
+    from dcgmm_tf.fitting import FitSchedule, fit_mixture
 
     rng = np.random.default_rng(0)
     x = rng.random((FLAGS.num_samples, 784), dtype=np.float32)
     constraints = ConstraintSet.from_labels(rng.integers(0, 10, FLAGS.num_samples), FLAGS.num_pairs, seed=0)
-    config = RunConfig(cluster_init="gmm", restart_every=0)
+    schedule = FitSchedule(FLAGS.epochs)
     keras.utils.set_random_seed(0)
     model = DCGMM((784,), num_clusters=10, seed=0, encoder=MLPEncoder(10, (64,), name="encoder"),
                   decoder=MLPDecoder(784, (64,), name="decoder"))
-    dataset = constrained_dataset(x, constraints, batch_size=config.batch_size)
+    dataset = constrained_dataset(x, constraints, batch_size=schedule.batch_size)
     steps = int(dataset.cardinality())
 
     @tf.function
@@ -73,8 +73,7 @@ def main(argv):
     for _ in range(FLAGS.rounds):
         for spe in variants:
             timer = EpochTimer()
-            training.fit_mixture(model, config, x, constraints, epochs=FLAGS.epochs,
-                                 runtime=RuntimeConfig(verbose=0, steps_per_execution=spe), extra=[timer])
+            fit_mixture(model, x, constraints, schedule, [timer], verbose=0, steps_per_execution=spe)
             epochs[f"fit_spe{spe}"] += timer.seconds
         iterator = iter(dataset.repeat())
         epoch_in_graph(iterator)  # traces
