@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import keras
 import numpy as np
 
 from dcgmm_tf import active, metrics
@@ -84,7 +83,6 @@ def _curves(config: RunConfig, run: PreparedRun, strategies: Sequence[str], sche
     """The rows of :func:`simulate` for the prepared ``run`` (its constraints: the start's random pairs)."""
     x_train, y_train, x_test, y_test = run.inputs
     start = run.constraints
-    keras.utils.set_random_seed(config.seed)
     model = started_model(config, run, runtime)
     settings = {"config": config.key(), "seed": config.seed, "start_pairs": schedule.start_pairs,
                 "start_epochs": schedule.start_epochs, "data": array_hash(x_train)}
@@ -113,11 +111,9 @@ def _curves(config: RunConfig, run: PreparedRun, strategies: Sequence[str], sche
                 pairs = active.suggest_pairs(model, x_train, constraints, budget - len(constraints), strategy,
                                              seed=1000 * config.seed + number, batch_size=runtime.eval_batch_size)
                 constraints = active.answered(constraints, pairs, y_train, weight)
-            keras.utils.set_random_seed(config.seed + number)
             # The noise of the round follows its seed alone: curves do not depend on the strategies run before
             # them in the process, nor on whether the start came from the cache.
-            model.seed_generator.state.assign(np.array([config.seed + number, 0]).astype(
-                model.seed_generator.state.dtype))
+            model.reseed(config.seed + number)
             fit_config(model, dataclasses.replace(config, seed=config.seed + number), x_train, constraints, runtime,
                        epochs=round_epochs)
             epochs += round_epochs

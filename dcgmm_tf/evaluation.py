@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from typing import Any, NamedTuple
 
-import keras
 import numpy as np
 
 from dcgmm_tf import metrics
@@ -59,7 +58,6 @@ def results_row(config: RunConfig, run: PreparedRun, trained: TrainedModel, test
 
 def train_and_evaluate(config: RunConfig, data: Dataset, runtime: RuntimeConfig = RuntimeConfig()) -> RunResult:
     """One run of ``config`` on ``data``: the prepared run, its training, and its results row."""
-    keras.utils.set_random_seed(config.seed)
     run = prepare_run(config, data, run_dir=run_dir_of(config, data.name, runtime))
     start = time.perf_counter()
     trained = train_prepared(config, run, runtime)

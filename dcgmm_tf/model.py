@@ -94,6 +94,11 @@ class DCGMM(keras.Model):
         """sigma_k^2, shape [K, D], never below ``min_variance``."""
         return self.min_variance + tf.exp(self.cluster_raw_variances)
 
+    def reseed(self, seed: int) -> None:
+        """Restarts the model's own generator of the sampling noise (z ~ q(z|x)) from ``seed``."""
+        state = self.seed_generator.state
+        state.assign(np.array([seed, 0]).astype(state.dtype))
+
     def set_cluster_parameters(self, means: np.ndarray, variances: np.ndarray) -> None:
         """Set mu_k and sigma_k^2 (e.g. from a Gaussian mixture fitted to the pretrained embeddings)."""
         means = np.asarray(means, np.float32)

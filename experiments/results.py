@@ -111,16 +111,21 @@ def append_row(path: str | os.PathLike, row: dict) -> None:
 def require_columns(path: str | os.PathLike, columns: tuple[str, ...]) -> None:
     """Raises ValueError when the CSV at ``path`` exists with a header that lacks any of ``columns`` (a valid table
     of another kind, e.g. a summary.csv copied over a results.csv): rows appended to it would lose those values."""
-    header, _ = valid_rows(path)
+    _check_columns(valid_rows(path)[0], columns, path)
+
+
+def _check_columns(header: list[str], columns: tuple[str, ...], path: str | os.PathLike) -> None:
     missing = [c for c in columns if header and c not in header]
     if missing:
         raise ValueError(f"{path} has no column(s) {missing}: it is not a results file of the runners (a summary or "
                          "another program's table?); move it away or write to another --output_dir")
 
 
-def has_row(path: str | os.PathLike, match: dict) -> bool:
-    """Whether the CSV at ``path`` holds a row whose columns equal ``match`` (compared as written)."""
+def has_row(path: str | os.PathLike, match: dict, required: tuple[str, ...] = ()) -> bool:
+    """Whether the CSV at ``path`` holds a row whose columns equal ``match`` (compared as written); first, as
+    :func:`require_columns`, raises ValueError when its header lacks any of the ``required`` columns (one read)."""
     header, rows = valid_rows(path)
+    _check_columns(header, required, path)
     wanted = {k: str(v) for k, v in match.items()}
     return any(all(row.get(k) == v for k, v in wanted.items()) for row in (dict(zip(header, r)) for r in rows))
 

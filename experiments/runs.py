@@ -23,8 +23,7 @@ def run_once(config: RunConfig, data: Dataset, runtime: RuntimeConfig, csv_path:
     """Trains and evaluates ``config`` on ``data`` and appends its row (plus ``extra`` columns) to ``csv_path``;
     returns the row, or None without running when the CSV already holds a row of this run (see ``identity``)."""
     done = identity(config, data)
-    results.require_columns(csv_path, ("dataset", "method", "seed"))
-    if results.has_row(csv_path, done):
+    if results.has_row(csv_path, done, required=("dataset", "method", "seed")):
         logging.info("skipped: %s is already in %s", done, csv_path)
         return None
     result = train_and_evaluate(config, data, runtime)

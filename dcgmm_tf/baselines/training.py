@@ -35,6 +35,7 @@ def train_dec(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> Tr
     both share it), k-means centres, then the clustering epochs; ``start_acc`` is the test ACC of the k-means."""
     data, constraints, num_clusters, run_dir = run.data, run.constraints, run.num_clusters, run.run_dir
     x_train, x_test, y_test, seed = data.x_train, data.x_test, data.y_test, config.seed
+    keras.utils.set_random_seed(seed)  # Keras' default initializer seeds and the batch order of DEC's fit
     autoencoder = StackedAutoencoder(x_train.shape[-1], config.latent_dim, name="autoencoder")
     settings = {"model": autoencoder.get_config(), "layer_epochs": config.layer_pretrain_epochs,
                 "finetune_epochs": config.finetune_epochs, "batch_size": config.pretrain_batch_size, "n": len(x_train)}
