@@ -72,7 +72,9 @@ def pretrained_model(build: Callable[[int], DCGMM], x: np.ndarray, *, seed: int,
     The cache file in ``cache_dir`` (None: no cache) is named by ``name``, the seed and a hash of what the
     weights depend on.
     """
-    keras.utils.set_random_seed(seed)  # initial weights and pretraining
+    # The one global seed of the recipe: Keras' default initializers and tf.data's shuffle of the pretraining draw
+    # from the process's seeds (passing them explicitly would change every pretrained model, and the results).
+    keras.utils.set_random_seed(seed)
     model = build(seed)
     model_config = model.get_config()  # what the pretrained weights depend on:
     settings = {k: model_config[k] for k in ("encoder", "decoder", "num_clusters", "min_variance", "seed")}
@@ -98,7 +100,6 @@ def started_model(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -
                   labels_per_class=config.init_labels_per_class, num_components=config.init_components or None,
                   seed=seed, gmm_seed=pretrain_seed)
     if pretrain_seed != seed:  # the training itself (sampling, batches) follows the run's seed
-        keras.utils.set_random_seed(seed)
         pretrained = model
         model = build(seed)
         model.set_weights(pretrained.get_weights())
