@@ -5,6 +5,7 @@ import pytest
 
 from dcgmm_tf import ConstraintSet
 from dcgmm_tf.data import constrained_dataset, epoch_batches
+from dcgmm_tf.data.pipeline import steps_per_epoch
 from tests.helpers import dense_matrix
 
 
@@ -50,6 +51,16 @@ def test_spread_layout_fills_every_batch(setup):
     batches = epoch_batches(len(labels), constraints, 32, np.random.default_rng(1), "spread")
     assert all(len(b) == 32 for b in batches[:-1])
     assert all(constraints.submatrix(b).any() for b in batches[:-1])
+
+
+@pytest.mark.parametrize("num_samples, num_pairs, batch_size, layout", [
+    (500, 300, 32, "separate"), (500, 300, 64, "spread"), (500, 0, 32, "spread"), (33, 0, 32, "separate"),
+    (1000, 7, 3, "separate"), (100, 2, 2, "separate"), (640, 640, 256, "spread")])
+def test_steps_per_epoch_counts_the_batches(num_samples, num_pairs, batch_size, layout):
+    y = np.arange(num_samples) % 5
+    constraints = ConstraintSet.from_labels(y, num_pairs, seed=0) if num_pairs else ConstraintSet.empty(num_samples)
+    batches = epoch_batches(num_samples, constraints, batch_size, np.random.default_rng(0), layout)
+    assert steps_per_epoch(num_samples, constraints, batch_size, layout) == len(batches)
 
 
 def test_bad_layout(setup):

@@ -21,6 +21,24 @@ def _pair_batches(constraints: ConstraintSet, order: np.ndarray, pairs_per_batch
             for chosen in (order[s:s + pairs_per_batch] for s in range(0, len(order), pairs_per_batch))]
 
 
+def steps_per_epoch(num_samples: int, constraints: ConstraintSet, batch_size: int, layout: str = "separate") -> int:
+    """The number of batches of every epoch of :func:`epoch_batches`, counted without making them.
+
+    Raises:
+      ValueError: On an unknown layout, or pairs that do not fit in the batches of ``"spread"``.
+    """
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    num_pairs = len(constraints)
+    if layout == "spread" and num_pairs:
+        num_batches = -(-(num_samples + 2 * num_pairs) // batch_size)
+        if 2 * -(-num_pairs // num_batches) >= batch_size:  # the largest chunk of np.array_split
+            raise ValueError(f"{num_pairs} pairs do not fit in {num_batches} batches of {batch_size}; "
+                             "use layout='separate' or a larger batch size")
+        return num_batches
+    return -(-num_samples // batch_size) + -(-num_pairs // max(batch_size // 2, 1))
+
+
 def epoch_batches(num_samples: int, constraints: ConstraintSet, batch_size: int, rng: np.random.Generator,
                   layout: str = "separate") -> list[np.ndarray]:
     """Index batches of one epoch, in random order.
@@ -33,17 +51,12 @@ def epoch_batches(num_samples: int, constraints: ConstraintSet, batch_size: int,
     - ``"spread"``: the pairs are shared out evenly over all batches, each batch filled up to
       ``batch_size`` with data samples; every step then sees both kinds of terms.
     """
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    num_batches = steps_per_epoch(num_samples, constraints, batch_size, layout)
     order = rng.permutation(num_samples)
     num_pairs = len(constraints)
     pair_order = rng.permutation(num_pairs)
     if layout == "spread" and num_pairs:
-        num_batches = -(-(num_samples + 2 * num_pairs) // batch_size)
         pair_chunks = np.array_split(pair_order, num_batches)
-        if 2 * len(pair_chunks[0]) >= batch_size:
-            raise ValueError(f"{num_pairs} pairs do not fit in {num_batches} batches of {batch_size}; "
-                             "use layout='separate' or a larger batch size")
         data_ends = np.minimum(np.cumsum([batch_size - 2 * len(c) for c in pair_chunks]), num_samples)
         data = np.split(order, data_ends[:-1])
         return [np.concatenate([d, constraints.i[c], constraints.j[c]]) for d, c in zip(data, pair_chunks)]
@@ -174,11 +187,6 @@ def checked_inputs(x: np.ndarray, constraints: ConstraintSet | None, batch_size:
     if batch_size < 2:
         raise ValueError(f"batch_size must be at least 2, got {batch_size}")
     return x, constraints, steps_per_epoch(len(x), constraints, batch_size, layout)
-
-
-def steps_per_epoch(num_samples: int, constraints: ConstraintSet, batch_size: int, layout: str) -> int:
-    """The batches per epoch of ``layout`` (the same for every epoch, whatever its order)."""
-    return len(epoch_batches(num_samples, constraints, batch_size, np.random.default_rng(0), layout))
 
 
 def epoch_rows(generator: Callable[..., Iterator[tuple[np.ndarray, ...]]], args: tuple = ()) -> tf.data.Dataset:
