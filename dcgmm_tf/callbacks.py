@@ -32,10 +32,12 @@ class ClusteringMetrics(keras.callbacks.Callback):
         if every < 1:
             raise ValueError(f"every must be >= 1, got {every}")
         self.x, self.y, self.every, self.prefix, self.batch_size = x, np.asarray(y), every, prefix, batch_size
+        self.clusters: np.ndarray | None = None  # the predicted clusters of the last evaluation
         self._start = None
 
     def on_train_begin(self, logs=None):
         self._start = time.perf_counter()
+        self.clusters = None
 
     def on_epoch_end(self, epoch, logs=None):
         if logs is None:
@@ -45,8 +47,8 @@ class ClusteringMetrics(keras.callbacks.Callback):
         if (epoch + 1) % self.every and not last:
             scores = dict.fromkeys(("acc", "nmi", "ari"), float("nan"))  # keeps the CSV columns fixed
         else:
-            y_pred = self.model.predict(self.x, batch_size=self.batch_size, verbose=0).argmax(-1)
-            scores = metrics.clustering_scores(self.y, y_pred)
+            self.clusters = self.model.predict(self.x, batch_size=self.batch_size, verbose=0).argmax(-1)
+            scores = metrics.clustering_scores(self.y, self.clusters)
         for name, value in scores.items():
             logs[self.prefix + name] = value
 

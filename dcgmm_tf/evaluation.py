@@ -62,6 +62,8 @@ def train_and_evaluate(config: RunConfig, data: Dataset, runtime: RuntimeConfig 
     start = time.perf_counter()
     trained = train_prepared(config, run, runtime)
     train_seconds = time.perf_counter() - start
-    test_clusters = predict_clusters(trained.model, run.inputs.x_test, runtime.eval_batch_size)
+    test_clusters = trained.test_clusters  # scored after the last epoch already, or not
+    if test_clusters is None:
+        test_clusters = predict_clusters(trained.model, run.inputs.x_test, runtime.eval_batch_size)
     row = results_row(config, run, trained, test_clusters, train_seconds, runtime)
     return RunResult(row, trained, run.inputs.y_test, test_clusters)

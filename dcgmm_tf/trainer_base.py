@@ -15,11 +15,13 @@ from dcgmm_tf.data.paths import REPO_DATA_DIR
 
 @dataclasses.dataclass
 class TrainedModel:
-    """A trained model, its per-epoch history and the test accuracy of its initial clustering (NaN if none)."""
+    """A trained model, its per-epoch history, the test accuracy of its initial clustering (NaN if none) and, where
+    the training scored the test split after its last epoch, the predicted cluster of each test sample."""
 
     model: Any
     history: dict[str, list]
     start_acc: float
+    test_clusters: np.ndarray | None = None
 
 
 def cache_folder(runtime: RuntimeConfig) -> Path | None:

@@ -107,11 +107,11 @@ def started_model(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -
 
 
 def fit_config(model: DCGMM, config: RunConfig, x: np.ndarray, constraints: ConstraintSet, runtime: RuntimeConfig,
-               *, epochs: int, x_test: np.ndarray | None = None, y_test: np.ndarray | None = None,
-               run_dir: Path | None = None, callbacks: Sequence[keras.callbacks.Callback] = ()) -> dict[str, list]:
+               *, epochs: int, run_dir: Path | None = None,
+               callbacks: Sequence[keras.callbacks.Callback] = ()) -> dict[str, list]:
     """:func:`dcgmm_tf.fitting.fit_mixture` with the arguments of ``config`` and ``runtime``: ``epochs`` epochs,
-    restarts every ``config.restart_every`` epochs (the strategies that use links, with constraints), the test
-    metrics every ``runtime.eval_every`` epochs when ``x_test`` is given, then ``callbacks``."""
+    restarts every ``config.restart_every`` epochs (the strategies that use links, with constraints), then
+    ``callbacks``."""
     schedule = FitSchedule(epochs, batch_size=config.batch_size, seed=config.seed, layout=config.layout,
                            learning_rate=config.learning_rate, lr_decay=config.lr_decay,
                            lr_decay_epochs=config.lr_decay_epochs, clipnorm=config.clipnorm)
@@ -119,9 +119,6 @@ def fit_config(model: DCGMM, config: RunConfig, x: np.ndarray, constraints: Cons
     if config.cluster_init in LINK_START_STRATEGIES and config.restart_every and len(constraints) > 0:
         run_callbacks.append(ClusterRestart(x, constraints, config.restart_every, config.cluster_init,
                                             config.init_components or None, config.seed))
-    if x_test is not None and len(x_test):
-        run_callbacks.append(ClusteringMetrics(x_test, y_test, every=runtime.eval_every,
-                                               batch_size=runtime.eval_batch_size))
     strategy = None if runtime.strategy == "default" else distribution_strategy(runtime.strategy)
     return fit_mixture(model, x, constraints, schedule, [*run_callbacks, *callbacks], run_dir,
                        backup_name=f"backup-{config.key()}", strategy=strategy, jit_compile=runtime.jit_compile,
@@ -141,11 +138,14 @@ def train_dcgmm(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> 
             replicated = make_model(config, x_train.shape[1:], run.data.likelihood, run.num_clusters, config.seed)
         replicated.set_weights(model.get_weights())
         model = replicated
-    history = fit_config(model, config, x_train, run.constraints, runtime, epochs=config.epochs, x_test=x_test,
-                         y_test=y_test, run_dir=run.run_dir)
+    scores = []  # the test metrics every runtime.eval_every epochs and after the last
+    if len(x_test):
+        scores.append(ClusteringMetrics(x_test, y_test, every=runtime.eval_every, batch_size=runtime.eval_batch_size))
+    history = fit_config(model, config, x_train, run.constraints, runtime, epochs=config.epochs, run_dir=run.run_dir,
+                         callbacks=scores)
     if run.run_dir is not None:
         write_atomically(run.run_dir / "model.keras", model.save, checksum=True)
-    return TrainedModel(model, history, start_acc)
+    return TrainedModel(model, history, start_acc, scores[0].clusters if scores else None)
 
 
 Trainer = Callable[[RunConfig, PreparedRun, RuntimeConfig], TrainedModel]
