@@ -1,9 +1,11 @@
-"""Compare the results rows of two `scripts/reference_rows.sh` folders, all columns but the wall time.
+"""Compare the results rows (and active-learning curves) of two `scripts/reference_rows.sh` folders, all columns but
+the wall time.
 
     python scripts/compare_rows.py BEFORE AFTER
 
-Prints one line per results.csv and the differing cells; exits with status 1 if any row differs. Columns renamed
-since BEFORE was written (``experiments.results.RENAMED``) are compared under their new names.
+Prints one line per results.csv / curves.csv of BEFORE and the differing cells; exits with status 1 if any row
+differs. Columns renamed since BEFORE was written (``experiments.results.RENAMED``) are compared under their new
+names.
 """
 
 import sys
@@ -17,11 +19,11 @@ from experiments.results import RENAMED  # noqa: E402  (after the repository is 
 
 def main(before: Path, after: Path) -> int:
     differ = 0
-    for path in sorted(before.glob("*/results.csv")):
+    for path in sorted([*before.glob("*/results.csv"), *before.glob("*/curves.csv")]):
         old, new = pd.read_csv(path), pd.read_csv(after / path.relative_to(before))
         old = old.rename(columns={o: n for o, n in RENAMED.items() if n not in old})
         new = new.rename(columns={o: n for o, n in RENAMED.items() if n not in new})
-        columns = [c for c in old.columns if c != "train_seconds"]
+        columns = [c for c in old.columns if c not in ("train_seconds", "seconds")]
         missing = [c for c in columns if c not in new]
         same = not missing and len(old) == len(new) and old[columns].equals(new[columns])
         extra = sorted(set(new.columns) - set(old.columns))

@@ -25,3 +25,6 @@ $PY -m experiments.table1 $C --output_dir="$OUT/table1" --methods=vade,pckmeans,
   --overrides=pckmeans.epochs=4 --num_constraints=300
 $PY -m experiments.fig_noise $C --output_dir="$OUT/noise" --work_dir="$OUT/noise_work" --methods=pckmeans \
   --noise_levels=0.1,0.2 --epochs=3 --constraint_fraction=0.2 --cidec_noise_penalties=0.01,0.005
+$PY -m experiments.active $C --output_dir="$OUT/active" --max_train_samples=1500 --max_test_samples=400 \
+  --pretrain_epochs=1 --start_pairs=100 --budgets=200,300 --start_epochs=2 --round_epochs=1 \
+  --strategies=anchor,uncertain,random
