@@ -160,6 +160,23 @@ def test_pretrain_cache_is_reused(tmp_path):
         pretrain(second, x, cache_path=tmp_path / "ae.h5")
 
 
+def test_a_cache_written_with_its_gmm_still_loads(tmp_path):
+    """Caches of pretrain() from before it cached the autoencoder only (with the fitted GMM in them) still load;
+    the start is then computed again, as the GMM that pretrain() used to fit."""
+    from dcgmm_tf.pretraining import fit_cluster_prior, pretrain_autoencoder, save_cached_weights
+
+    x, _, _ = two_factor_data(128)
+    cache = tmp_path / "ae.weights.h5"
+    old = small_model(seed=3)
+    pretrain_autoencoder(old, x, epochs=1, batch_size=64, seed=3, verbose=0)
+    fit_cluster_prior(old, x, seed=3)
+    save_cached_weights(old, cache)
+    new = small_model(seed=4)
+    assert pretrain(new, x, epochs=1, batch_size=64, seed=3, cache_path=cache, verbose=0) is True
+    start_mixture(new, x, "gmm", seed=3)
+    np.testing.assert_array_equal(new.predict(x, verbose=0), old.predict(x, verbose=0))
+
+
 def test_cluster_prior_from_labels_uses_class_statistics_of_the_embedding():
     from dcgmm_tf.pretraining import cluster_prior_from_labels
 
