@@ -47,7 +47,7 @@ def _sidecar(path: Path) -> Path:
 
 
 def _fingerprint(path: Path) -> str:
-    """"<sha256 hex> <size in bytes>" of a file."""
+    """The fingerprint "<sha256 hex> <size in bytes>" of a file."""
     sha = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
