@@ -14,11 +14,20 @@ def machine() -> dict:
     import keras
     import tensorflow as tf
 
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor())
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+        platform.processor(),
+    )
     env = {k: os.environ[k] for k in ("TF_XLA_FLAGS", "XLA_FLAGS", "TF_ENABLE_ONEDNN_OPTS") if k in os.environ}
-    return {"cpu": cpu, "cores": os.cpu_count(), "load_1min": os.getloadavg()[0], "tensorflow": tf.__version__,
-            "keras": keras.__version__, "python": platform.python_version(), **({"env": env} if env else {})}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "load_1min": os.getloadavg()[0],
+        "tensorflow": tf.__version__,
+        "keras": keras.__version__,
+        "python": platform.python_version(),
+        **({"env": env} if env else {}),
+    }
 
 
 def report(result: dict, output: str | None) -> None:
@@ -55,8 +64,9 @@ def pair_batch(x_all, batch_size: int, seed: int = 0):
 
 def dense_shapes(model) -> list[tuple[int, int]]:
     """(fan_in, fan_out) of every Dense kernel of the encoder and decoder, in call order."""
-    return [tuple(v.shape) for v in model.encoder.trainable_weights + model.decoder.trainable_weights
-            if len(v.shape) == 2]
+    return [
+        tuple(v.shape) for v in model.encoder.trainable_weights + model.decoder.trainable_weights if len(v.shape) == 2
+    ]
 
 
 def step_matmuls(shapes: list[tuple[int, int]], batch: int, first_input: tuple[int, int]) -> list[tuple]:
@@ -81,8 +91,9 @@ def reference_matmuls(model, batch_size: int, dtype=None, jit_compile: bool = Fa
     matmuls = step_matmuls(shapes, batch_size, shapes[0])
     flop = sum(2 * m * k * n for m, k, n in matmuls)
     dtype = dtype or tf.float32
-    operands = [(tf.cast(tf.random.normal((m, k)), dtype), tf.cast(tf.random.normal((k, n)), dtype))
-                for m, k, n in matmuls]
+    operands = [
+        (tf.cast(tf.random.normal((m, k)), dtype), tf.cast(tf.random.normal((k, n)), dtype)) for m, k, n in matmuls
+    ]
 
     @tf.function(jit_compile=jit_compile)
     def reference(operands):

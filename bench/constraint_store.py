@@ -45,7 +45,8 @@ def _load_constraints_package() -> ModuleType:
     The package uses relative imports only, so its submodules load as ``constraints_only.<name>``.
     """
     spec = importlib.util.spec_from_file_location(
-        "constraints_only", CONSTRAINTS_DIR / "__init__.py", submodule_search_locations=[str(CONSTRAINTS_DIR)])
+        "constraints_only", CONSTRAINTS_DIR / "__init__.py", submodule_search_locations=[str(CONSTRAINTS_DIR)]
+    )
     package = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = package  # before exec: the relative imports of the submodules look the package up
     spec.loader.exec_module(package)
@@ -89,23 +90,37 @@ def measure(path: str, num_samples: int, num_pairs: int, batch_size: int, batche
         start = time.perf_counter()
         nonzero = sum(int(np.count_nonzero(store.submatrix(b))) for b in index_batches)
         timings[kind] = ((time.perf_counter() - start) / batches, nonzero / batches)
-    return {"path": path, "num_samples": num_samples, "num_pairs": len(store), "build_s": build,
-            "first_submatrix_s": first, "build_plus_first_s": build + first,
-            "submatrix_ms_random_batch": 1e3 * timings["random"][0],
-            "submatrix_ms_pair_batch": 1e3 * timings["pairs"][0],
-            "nonzeros_per_pair_batch": timings["pairs"][1],
-            "tracemalloc_peak_mb": traced_peak / 2**20, "baseline_rss_mb": baseline_rss,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {
+        "path": path,
+        "num_samples": num_samples,
+        "num_pairs": len(store),
+        "build_s": build,
+        "first_submatrix_s": first,
+        "build_plus_first_s": build + first,
+        "submatrix_ms_random_batch": 1e3 * timings["random"][0],
+        "submatrix_ms_pair_batch": 1e3 * timings["pairs"][0],
+        "nonzeros_per_pair_batch": timings["pairs"][1],
+        "tracemalloc_peak_mb": traced_peak / 2**20,
+        "baseline_rss_mb": baseline_rss,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 def main(argv):
     del argv
     rows = []
     for path in ("from_labels", "from_arrays"):
-        code = (f"import json, bench.constraint_store as b; print(json.dumps(b.measure({path!r}, "
-                f"{FLAGS.num_samples}, {FLAGS.num_pairs}, {FLAGS.batch_size}, {FLAGS.batches})))")
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                              cwd=Path(__file__).resolve().parents[1])
+        code = (
+            f"import json, bench.constraint_store as b; print(json.dumps(b.measure({path!r}, "
+            f"{FLAGS.num_samples}, {FLAGS.num_pairs}, {FLAGS.batch_size}, {FLAGS.batches})))"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).resolve().parents[1],
+        )
         rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
         print(json.dumps(rows[-1], indent=1))
     if FLAGS.output:

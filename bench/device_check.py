@@ -22,8 +22,9 @@ from absl import app, flags
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("batch", 256, "Training batch size.", lower_bound=2)
 flags.DEFINE_integer("timed_steps", 20, "Training steps timed per variant (after two warm-up steps).", lower_bound=1)
-flags.DEFINE_integer("epoch_samples", 10240, "Samples of the timed epoch of fit (the paper's data: 60000).",
-                     lower_bound=2)
+flags.DEFINE_integer(
+    "epoch_samples", 10240, "Samples of the timed epoch of fit (the paper's data: 60000).", lower_bound=2
+)
 flags.DEFINE_string("output", "bench/results/device_check.jsonl", "Append the results as JSON lines here ('' none).")
 
 PRECISIONS = {"fp32": "float32", "fp16": "mixed_float16"}
@@ -36,8 +37,16 @@ def gpu_names() -> list[str]:
     return [device.name for device in tf.config.list_physical_devices("GPU")]
 
 
-def run_variant(precision: str, xla: bool, batch: int, timed_steps: int, epoch_samples: int,
-                input_dim: int = 784, hidden: tuple[int, ...] = (500, 500, 2000), seed: int = 0) -> dict:
+def run_variant(
+    precision: str,
+    xla: bool,
+    batch: int,
+    timed_steps: int,
+    epoch_samples: int,
+    input_dim: int = 784,
+    hidden: tuple[int, ...] = (500, 500, 2000),
+    seed: int = 0,
+) -> dict:
     """One variant: placement, finiteness of the loss, seconds per step and per epoch (or the error it raised)."""
     import keras
     import numpy as np
@@ -54,8 +63,13 @@ def run_variant(precision: str, xla: bool, batch: int, timed_steps: int, epoch_s
         rng = np.random.default_rng(seed)
         x = rng.random((epoch_samples, input_dim), dtype=np.float32)
         constraints = ConstraintSet.from_labels(rng.integers(0, 10, epoch_samples), epoch_samples // 10, seed=seed)
-        model = DCGMM((input_dim,), num_clusters=10, seed=seed, encoder=MLPEncoder(10, hidden, name="encoder"),
-                      decoder=MLPDecoder(input_dim, hidden[::-1], name="decoder"))
+        model = DCGMM(
+            (input_dim,),
+            num_clusters=10,
+            seed=seed,
+            encoder=MLPEncoder(10, hidden, name="encoder"),
+            decoder=MLPDecoder(input_dim, hidden[::-1], name="decoder"),
+        )
         optimizer = FusedAdam(1e-3) if precision == "fp32" else keras.optimizers.Adam(1e-3)
         model.compile(optimizer=optimizer, jit_compile=xla)
         result["optimizer"] = type(model.optimizer).__name__
@@ -92,8 +106,10 @@ def table(results: list[dict]) -> str:
             continue
         finite = "yes" if r["loss_finite"] and r["epoch_loss_finite"] else "NO"
         step_on, variables_on = (r[k].rsplit("device:", 1)[-1] for k in ("step_device", "variable_device"))
-        lines.append(f"{r['precision']:9} {str(r['xla']):5} {step_on:8} {variables_on:12} {finite:6} "
-                     f"{r['step_ms']:9.2f} {r['epoch_s']:9.2f}")
+        lines.append(
+            f"{r['precision']:9} {str(r['xla']):5} {step_on:8} {variables_on:12} {finite:6} "
+            f"{r['step_ms']:9.2f} {r['epoch_s']:9.2f}"
+        )
     return "\n".join(lines)
 
 
@@ -103,11 +119,23 @@ def main(argv):
 
     gpus = gpu_names()
     print(f"GPUs: {', '.join(gpus)}" if gpus else "no GPU: TensorFlow sees none; the variants run on the CPU")
-    results = [run_variant(precision, xla, FLAGS.batch, FLAGS.timed_steps, FLAGS.epoch_samples)
-               for precision in PRECISIONS for xla in (False, True)]
+    results = [
+        run_variant(precision, xla, FLAGS.batch, FLAGS.timed_steps, FLAGS.epoch_samples)
+        for precision in PRECISIONS
+        for xla in (False, True)
+    ]
     print(table(results))
-    report({"machine": machine(), "gpus": gpus, "batch": FLAGS.batch, "timed_steps": FLAGS.timed_steps,
-            "epoch_samples": FLAGS.epoch_samples, "variants": results}, FLAGS.output or None)
+    report(
+        {
+            "machine": machine(),
+            "gpus": gpus,
+            "batch": FLAGS.batch,
+            "timed_steps": FLAGS.timed_steps,
+            "epoch_samples": FLAGS.epoch_samples,
+            "variants": results,
+        },
+        FLAGS.output or None,
+    )
 
 
 if __name__ == "__main__":

@@ -59,9 +59,11 @@ def main(argv):
             per_step_ms.append(round(1e3 * (end - start) / steps, 2))
             close_s.append(round(end - closing, 3))
         result[f"autotune_{setting}"] = {
-            "ms_per_step": per_step_ms, "iterator_close_s": close_s,
+            "ms_per_step": per_step_ms,
+            "iterator_close_s": close_s,
             "mean_ms_per_step_after_first": float(np.mean(per_step_ms[1:])),
-            "epochs_with_close_over_1s": sum(s > 1 for s in close_s)}
+            "epochs_with_close_over_1s": sum(s > 1 for s in close_s),
+        }
     report(result, FLAGS.output)
 
 

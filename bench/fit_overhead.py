@@ -44,8 +44,13 @@ def main(argv):
     constraints = ConstraintSet.from_labels(rng.integers(0, 10, FLAGS.num_samples), FLAGS.num_pairs, seed=0)
     schedule = FitSchedule(FLAGS.epochs)
     keras.utils.set_random_seed(0)
-    model = DCGMM((784,), num_clusters=10, seed=0, encoder=MLPEncoder(10, (64,), name="encoder"),
-                  decoder=MLPDecoder(784, (64,), name="decoder"))
+    model = DCGMM(
+        (784,),
+        num_clusters=10,
+        seed=0,
+        encoder=MLPEncoder(10, (64,), name="encoder"),
+        decoder=MLPDecoder(784, (64,), name="decoder"),
+    )
     dataset = constrained_dataset(x, constraints, batch_size=schedule.batch_size)
     steps = int(dataset.cardinality())
 
@@ -83,14 +88,25 @@ def main(argv):
             epochs["reference"].append(time.perf_counter() - start)
     median = {name: statistics.median(seconds) for name, seconds in epochs.items()}
     step_ms = 1000 * median["reference"] / steps
-    overhead_ms = {name: 1000 * (seconds - median["reference"]) / steps for name, seconds in median.items()
-                   if name != "reference"}
+    overhead_ms = {
+        name: 1000 * (seconds - median["reference"]) / steps for name, seconds in median.items() if name != "reference"
+    }
     print(f"{steps} steps per epoch; reference step {step_ms:.3f} ms")
     for name, ms in overhead_ms.items():
         print(f"{name}: epoch {median[name]:.3f} s, overhead {ms:.3f} ms per step")
-    report({"machine": machine(), "num_samples": FLAGS.num_samples, "num_pairs": FLAGS.num_pairs,
-            "steps_per_epoch": steps, "rounds": FLAGS.rounds, "reference_step_ms": step_ms,
-            "epoch_s": median, "overhead_ms_per_step": overhead_ms}, FLAGS.output)
+    report(
+        {
+            "machine": machine(),
+            "num_samples": FLAGS.num_samples,
+            "num_pairs": FLAGS.num_pairs,
+            "steps_per_epoch": steps,
+            "rounds": FLAGS.rounds,
+            "reference_step_ms": step_ms,
+            "epoch_s": median,
+            "overhead_ms_per_step": overhead_ms,
+        },
+        FLAGS.output,
+    )
 
 
 if __name__ == "__main__":

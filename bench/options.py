@@ -22,10 +22,23 @@ flags.DEFINE_list("variants", ["fp32", "jit", "bf16"], "Variants to run (see VAR
 flags.DEFINE_integer("seed", 0, "Seed of every variant.")
 
 REPO = Path(__file__).resolve().parents[1]
-COMMON = ["--dataset=fashion", "--max_train_samples=10000", "--max_test_samples=2000", "--num_constraints=1000",
-          "--pretrain_epochs=10", "--epochs=10", "--eval_every=10", "--verbose=0", "--nodeterministic"]
-VARIANTS = {"fp32": [], "jit": ["--jit_compile"], "bf16": ["--mixed_precision=bf16"],
-            "deterministic": ["--deterministic"]}
+COMMON = [
+    "--dataset=fashion",
+    "--max_train_samples=10000",
+    "--max_test_samples=2000",
+    "--num_constraints=1000",
+    "--pretrain_epochs=10",
+    "--epochs=10",
+    "--eval_every=10",
+    "--verbose=0",
+    "--nodeterministic",
+]
+VARIANTS = {
+    "fp32": [],
+    "jit": ["--jit_compile"],
+    "bf16": ["--mixed_precision=bf16"],
+    "deterministic": ["--deterministic"],
+}
 
 
 def main(argv):
@@ -33,8 +46,16 @@ def main(argv):
     rows = []
     for name in FLAGS.variants:
         out = Path(FLAGS.output_dir) / name
-        cmd = [sys.executable, "-m", "experiments.run", *COMMON, *VARIANTS[name], f"--seed={FLAGS.seed}",
-               f"--output_dir={out}", f"--cache_dir={out / 'cache'}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "experiments.run",
+            *COMMON,
+            *VARIANTS[name],
+            f"--seed={FLAGS.seed}",
+            f"--output_dir={out}",
+            f"--cache_dir={out / 'cache'}",
+        ]
         subprocess.run(cmd, cwd=REPO, check=True, capture_output=True, text=True)
         row = pd.read_csv(out / "results.csv").iloc[-1]
         rows.append({"variant": name, **{k: row[k] for k in ("acc", "nmi", "start_acc", "train_seconds")}})

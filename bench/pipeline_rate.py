@@ -61,10 +61,20 @@ def main(argv):
         for _ in dataset:
             pass
     python_seconds = time.perf_counter() - start
-    report({"machine": machine(), "num_samples": FLAGS.num_samples, "num_pairs": FLAGS.num_pairs,
-            "batch": FLAGS.batch, "layout": FLAGS.layout, "batches": batches, "batches_per_s": batches / seconds,
-            "ms_per_batch": 1000 * seconds / batches, "python_loop_batches_per_s": batches / python_seconds},
-           FLAGS.output)
+    report(
+        {
+            "machine": machine(),
+            "num_samples": FLAGS.num_samples,
+            "num_pairs": FLAGS.num_pairs,
+            "batch": FLAGS.batch,
+            "layout": FLAGS.layout,
+            "batches": batches,
+            "batches_per_s": batches / seconds,
+            "ms_per_batch": 1000 * seconds / batches,
+            "python_loop_batches_per_s": batches / python_seconds,
+        },
+        FLAGS.output,
+    )
 
 
 if __name__ == "__main__":

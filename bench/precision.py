@@ -34,8 +34,14 @@ def main(argv):
     variants = {}
     for name, policy, jit in (("fp32", "float32", False), ("xla", "float32", True), ("bf16", "mixed_bfloat16", False)):
         keras.mixed_precision.set_global_policy(policy)
-        model = DCGMM(config["input_shape"], num_clusters=config["num_clusters"], latent_dim=config["latent_dim"],
-                      likelihood=config["likelihood"], kl_estimator=config["kl_estimator"], seed=0)
+        model = DCGMM(
+            config["input_shape"],
+            num_clusters=config["num_clusters"],
+            latent_dim=config["latent_dim"],
+            likelihood=config["likelihood"],
+            kl_estimator=config["kl_estimator"],
+            seed=0,
+        )
         model.set_weights(reference.get_weights())
         model.compile(jit_compile=jit)
         probabilities = model.predict(x, batch_size=1000, verbose=0)
@@ -50,7 +56,9 @@ def main(argv):
         result["variants"][name] = {
             "acc": metrics.cluster_accuracy(data.y_test, clusters),
             "clusters_changed": float(np.mean(clusters != base.argmax(-1))),
-            "max_probability_change": float(np.abs(probabilities - base).max()), "loss_terms": terms}
+            "max_probability_change": float(np.abs(probabilities - base).max()),
+            "loss_terms": terms,
+        }
     report(result, FLAGS.output)
 
 

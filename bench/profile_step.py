@@ -73,9 +73,15 @@ def main(argv):
     adam_at_bandwidth = ADAM_BYTES_PER_PARAMETER * model.count_params() / bandwidth
     top = sorted(op_times.items(), key=lambda kv: -kv[1])[:15]
     result = {
-        "machine": machine(), "threads": FLAGS.threads, "batch_size": FLAGS.batch_size, "steps": FLAGS.steps,
-        "ms": {"reference": round(1e3 * reference_s, 3), "step": round(1e3 * step_s, 3),
-               **{part: round(1e3 * s, 3) for part, s in by_part.items()}},
+        "machine": machine(),
+        "threads": FLAGS.threads,
+        "batch_size": FLAGS.batch_size,
+        "steps": FLAGS.steps,
+        "ms": {
+            "reference": round(1e3 * reference_s, 3),
+            "step": round(1e3 * step_s, 3),
+            **{part: round(1e3 * s, 3) for part, s in by_part.items()},
+        },
         "share_of_step": {part: round(s / step_s, 4) for part, s in by_part.items()},
         "top_ops_ms": [[f"{name}:{op_type}", round(1e3 * s, 3)] for (name, op_type), s in top],
         "efficiency": reference_s / step_s,

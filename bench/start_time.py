@@ -39,17 +39,26 @@ def main(argv):
     x = data.x_train.reshape(len(data.x_train), -1)
     z = PCA(FLAGS.latent_dim, random_state=0).fit_transform(x).astype(np.float32)
     constraints = ConstraintSet.from_labels(data.y_train, FLAGS.num_constraints, seed=0)
-    result = {"benchmark": "start_time", "num_samples": len(z), "latent_dim": FLAGS.latent_dim,
-              "num_clusters": data.num_classes, "num_constraints": len(constraints),
-              "num_components": default_components(data.num_classes, len(z)), "machine": common.machine()}
+    result = {
+        "benchmark": "start_time",
+        "num_samples": len(z),
+        "latent_dim": FLAGS.latent_dim,
+        "num_clusters": data.num_classes,
+        "num_constraints": len(constraints),
+        "num_components": default_components(data.num_classes, len(z)),
+        "machine": common.machine(),
+    }
     for strategy in FLAGS.strategies:
         seconds = []
         for repeat in range(FLAGS.repeats):
             start = time.perf_counter()
             cluster_start(z, constraints, data.num_classes, strategy, seed=repeat)
             seconds.append(time.perf_counter() - start)
-        result[strategy] = {"median_seconds": round(statistics.median(seconds), 2),
-                            "min_seconds": round(min(seconds), 2), "max_seconds": round(max(seconds), 2)}
+        result[strategy] = {
+            "median_seconds": round(statistics.median(seconds), 2),
+            "min_seconds": round(min(seconds), 2),
+            "max_seconds": round(max(seconds), 2),
+        }
         print(strategy, result[strategy], flush=True)
     common.report(result, FLAGS.output)
 

@@ -38,8 +38,12 @@ flags.DEFINE_list("variants", [], "Time only these variants besides reference an
 flags.DEFINE_boolean("fit", True, "Also time the input pipeline and fit on one epoch of Fashion-MNIST.")
 flags.DEFINE_integer("steps_per_execution", 1, "Training steps per compiled call in the fit timings.")
 flags.DEFINE_integer("threads", 0, "TensorFlow intra- and inter-op threads (0: TensorFlow's default, all cores).")
-flags.DEFINE_enum("clock", "wall", ["wall", "cpu"],
-                  "wall: elapsed time; cpu: CPU time of the process (robust on a busy machine, use with --threads=1).")
+flags.DEFINE_enum(
+    "clock",
+    "wall",
+    ["wall", "cpu"],
+    "wall: elapsed time; cpu: CPU time of the process (robust on a busy machine, use with --threads=1).",
+)
 flags.DEFINE_string("output", None, "Append the results as one JSON line to this file.")
 
 POLICIES = {"off": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
@@ -114,12 +118,17 @@ def main(argv):
     compute_dtype = {"off": tf.float32, "bf16": tf.bfloat16, "fp16": tf.float16}[FLAGS.mixed_precision]
     reference, operands, step_flop = reference_matmuls(model, batch, compute_dtype, jit_compile=jit)
 
-    variants = {"reference": (reference, (operands,)), "step": (train_step, ((x, w),)),
-                "step_keras_adam": (keras_adam_step, ((x, w),)), "forward_network": (forward_network, (x,)),
-                "forward_loss": (forward_loss, (x, w)),
-                "forward_loss_without_pairwise": (forward_loss_without_pairwise, (x,)),
-                "forward_loss_gradient": (gradient, (x, w)), "apply_keras_adam": (apply_keras_adam, ()),
-                "apply_fused_adam": (apply_fused_adam, ())}
+    variants = {
+        "reference": (reference, (operands,)),
+        "step": (train_step, ((x, w),)),
+        "step_keras_adam": (keras_adam_step, ((x, w),)),
+        "forward_network": (forward_network, (x,)),
+        "forward_loss": (forward_loss, (x, w)),
+        "forward_loss_without_pairwise": (forward_loss_without_pairwise, (x,)),
+        "forward_loss_gradient": (gradient, (x, w)),
+        "apply_keras_adam": (apply_keras_adam, ()),
+        "apply_fused_adam": (apply_fused_adam, ()),
+    }
     if FLAGS.variants:
         variants = {k: v for k, v in variants.items() if k in ("reference", "step", *FLAGS.variants)}
     for fn, args in variants.values():  # trace and warm up
@@ -131,11 +140,17 @@ def main(argv):
     # On a shared machine other processes only ever add time: the fastest round is the least disturbed one.
     best = {name: float(np.min(t)) for name, t in times.items()}
     result = {
-        "machine": machine(), "threads": FLAGS.threads, "clock": FLAGS.clock, "batch_size": batch,
-        "jit_compile": jit, "mixed_precision": FLAGS.mixed_precision,
-        "step_gflop": step_flop / 1e9, "ms": {k: round(1e3 * v, 3) for k, v in best.items()},
+        "machine": machine(),
+        "threads": FLAGS.threads,
+        "clock": FLAGS.clock,
+        "batch_size": batch,
+        "jit_compile": jit,
+        "mixed_precision": FLAGS.mixed_precision,
+        "step_gflop": step_flop / 1e9,
+        "ms": {k: round(1e3 * v, 3) for k, v in best.items()},
         "ms_median": {k: round(1e3 * float(np.median(t)), 3) for k, t in times.items()},
-        "reference_gflops": step_flop / best["reference"] / 1e9, "step_gflops": step_flop / best["step"] / 1e9,
+        "reference_gflops": step_flop / best["reference"] / 1e9,
+        "step_gflops": step_flop / best["step"] / 1e9,
         "efficiency": best["reference"] / best["step"],
         "efficiency_median_of_rounds": float(np.median(np.array(times["reference"]) / np.array(times["step"]))),
         "samples_per_s_step": batch / best["step"],
@@ -163,14 +178,22 @@ def main(argv):
         # The same number of steps from tensors already in memory: fit without the generator pipeline.
         in_memory = tf.data.Dataset.from_tensors((x, w)).repeat(steps)
         model.fit(in_memory, epochs=2, verbose=0, callbacks=[timer])
-        result.update({
-            "epoch_steps": steps, "epoch_samples": samples, "steps_per_execution": FLAGS.steps_per_execution,
-            "ms": {**result["ms"], "pipeline_per_batch": round(1e3 * pipeline / steps, 3),
-                   "fit_per_step": round(1e3 * fit_seconds / steps, 3),
-                   "fit_in_memory_per_step": round(1e3 * timer.seconds / steps, 3)},
-            "fit_epoch_s": fit_seconds, "samples_per_s_fit": samples / fit_seconds,
-            "pipeline_share_of_fit_step": pipeline / fit_seconds,
-        })
+        result.update(
+            {
+                "epoch_steps": steps,
+                "epoch_samples": samples,
+                "steps_per_execution": FLAGS.steps_per_execution,
+                "ms": {
+                    **result["ms"],
+                    "pipeline_per_batch": round(1e3 * pipeline / steps, 3),
+                    "fit_per_step": round(1e3 * fit_seconds / steps, 3),
+                    "fit_in_memory_per_step": round(1e3 * timer.seconds / steps, 3),
+                },
+                "fit_epoch_s": fit_seconds,
+                "samples_per_s_fit": samples / fit_seconds,
+                "pipeline_share_of_fit_step": pipeline / fit_seconds,
+            }
+        )
     report(result, FLAGS.output)
 
 

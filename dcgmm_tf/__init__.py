@@ -9,5 +9,16 @@ from dcgmm_tf.pretraining import pretrain, start_mixture
 
 __version__ = "0.1.0"
 
-__all__ = ["DCGMM", "DCGMMClustering", "ConstraintSet", "FusedAdam", "MLPDecoder", "MLPEncoder", "VGGDecoder",
-           "VGGEncoder", "default_alpha", "pretrain", "start_mixture"]
+__all__ = [
+    "DCGMM",
+    "DCGMMClustering",
+    "ConstraintSet",
+    "FusedAdam",
+    "MLPDecoder",
+    "MLPEncoder",
+    "VGGDecoder",
+    "VGGEncoder",
+    "default_alpha",
+    "pretrain",
+    "start_mixture",
+]

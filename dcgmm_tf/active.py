@@ -76,14 +76,17 @@ class _Picked:
         return np.asarray(self.pairs, np.int64).reshape(-1, 2)
 
 
-def _check(embeddings: np.ndarray, posteriors: np.ndarray, constraints: ConstraintSet, num_pairs: int,
-           strategy: str) -> None:
+def _check(
+    embeddings: np.ndarray, posteriors: np.ndarray, constraints: ConstraintSet, num_pairs: int, strategy: str
+) -> None:
     if strategy not in SELECTION_STRATEGIES:
         raise ValueError(f"strategy must be one of {SELECTION_STRATEGIES}, got {strategy!r}")
     n = len(embeddings)
     if embeddings.ndim != 2 or posteriors.ndim != 2 or len(posteriors) != n:
-        raise ValueError(f"embeddings [N, D] and posteriors [N, K] must have the same N, got shapes "
-                         f"{embeddings.shape} and {posteriors.shape}")
+        raise ValueError(
+            f"embeddings [N, D] and posteriors [N, K] must have the same N, got shapes "
+            f"{embeddings.shape} and {posteriors.shape}"
+        )
     if not (np.all(np.isfinite(embeddings)) and np.all(np.isfinite(posteriors))):
         raise ValueError("embeddings and posteriors must be finite")
     if constraints.num_samples != n:
@@ -152,8 +155,7 @@ def _take_diverse(candidates: np.ndarray, clusters: np.ndarray, picked: _Picked,
             per_cluster_pair[clusters_ij] = per_cluster_pair.get(clusters_ij, 0) + 1
 
 
-def _uncertain_pairs(z: np.ndarray, p: np.ndarray, picked: _Picked, num_pairs: int,
-                    rng: np.random.Generator) -> None:
+def _uncertain_pairs(z: np.ndarray, p: np.ndarray, picked: _Picked, num_pairs: int, rng: np.random.Generator) -> None:
     """Adds to ``picked`` the candidate pairs with s_ij nearest 1/2 (see the module docstring)."""
     candidates = _neighbour_candidates(z, p, rng)
     same = np.einsum("nk,nk->n", p[candidates[:, 0]], p[candidates[:, 1]])  # s_ij
@@ -162,8 +164,9 @@ def _uncertain_pairs(z: np.ndarray, p: np.ndarray, picked: _Picked, num_pairs: i
     _take_diverse(candidates[order], p.argmax(axis=1), picked, num_pairs)
 
 
-def _disagree_pairs(features: np.ndarray, p: np.ndarray, picked: _Picked, num_pairs: int,
-                   rng: np.random.Generator) -> None:
+def _disagree_pairs(
+    features: np.ndarray, p: np.ndarray, picked: _Picked, num_pairs: int, rng: np.random.Generator
+) -> None:
     """Adds to ``picked`` nearest neighbours in the input space that the model puts in different clusters, the
     nearest first (see the module docstring)."""
     f = features.reshape(len(features), -1).astype(np.float32)
@@ -181,8 +184,9 @@ def _disagree_pairs(features: np.ndarray, p: np.ndarray, picked: _Picked, num_pa
     _take_diverse(candidates[np.lexsort((rng.random(len(candidates)), distance))], clusters, picked, num_pairs)
 
 
-def _explore_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, picked: _Picked, num_pairs: int,
-                  rng: np.random.Generator) -> None:
+def _explore_pairs(
+    z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, picked: _Picked, num_pairs: int, rng: np.random.Generator
+) -> None:
     """Adds to ``picked`` pairs in the clusters with the fewest constrained samples (see the module docstring)."""
     clusters = p.argmax(axis=1)
     k = p.shape[1]
@@ -234,9 +238,17 @@ def _components(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, rng: n
     sizes = np.bincount(labels, minlength=num_components).astype(np.float64)
     counts = np.eye(num_components)[labels].T @ p  # samples per component and model cluster
     if len(constraints):
-        log_p, _ = fit_latent_classes(labels[constraints.i], labels[constraints.j], constraints.must_link_mask,
-                                      flip_probability(constraints.weight), sizes, k, seed=int(rng.integers(2**31)),
-                                      n_init=3, warm_start=counts)
+        log_p, _ = fit_latent_classes(
+            labels[constraints.i],
+            labels[constraints.j],
+            constraints.must_link_mask,
+            flip_probability(constraints.weight),
+            sizes,
+            k,
+            seed=int(rng.integers(2**31)),
+            n_init=3,
+            warm_start=counts,
+        )
         theta = np.exp(log_p)
     else:
         theta = (counts + 1e-3) / (sizes[:, None] + k * 1e-3)
@@ -250,8 +262,9 @@ def _nearest_first(parts: _Components) -> list[np.ndarray]:
     return np.split(order, np.cumsum(parts.sizes.astype(np.int64))[:-1])
 
 
-def _consolidate_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, picked: _Picked, num_pairs: int,
-                       rng: np.random.Generator) -> None:
+def _consolidate_pairs(
+    z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, picked: _Picked, num_pairs: int, rng: np.random.Generator
+) -> None:
     """Adds to ``picked`` pairs of typical members of components likely to share a class (see the module
     docstring)."""
     parts = _components(z, p, constraints, rng)
@@ -280,8 +293,9 @@ def _consolidate_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet,
             return
 
 
-def _anchors(parts: _Components, nearest: list[np.ndarray], constraints: ConstraintSet,
-             num_anchors: int) -> tuple[np.ndarray, np.ndarray]:
+def _anchors(
+    parts: _Components, nearest: list[np.ndarray], constraints: ConstraintSet, num_anchors: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Up to ``num_anchors`` anchor samples and their class distributions [A, K]: one member of each of the largest
     known must-link groups, then, for the classes the groups cover least, the most typical member of the component
     surest of that class (``nearest``: the members of every component, nearest to its centre first)."""
@@ -309,16 +323,18 @@ def _anchors(parts: _Components, nearest: list[np.ndarray], constraints: Constra
     return np.asarray(anchors, np.int64), np.asarray(beliefs).reshape(-1, k)
 
 
-def _anchor_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, picked: _Picked, num_pairs: int,
-                  rng: np.random.Generator) -> None:
+def _anchor_pairs(
+    z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, picked: _Picked, num_pairs: int, rng: np.random.Generator
+) -> None:
     """Adds to ``picked`` pairs of anchors, then of new samples with anchors (see the module docstring)."""
     parts = _components(z, p, constraints, rng)
     nearest = _nearest_first(parts)
     anchors, beliefs = _anchors(parts, nearest, constraints, ANCHORS_PER_CLASS * p.shape[1])
     groups = constraints.must_link_components()
     n = len(groups)
-    linked = np.concatenate([groups[constraints.i] * n + groups[constraints.j],
-                             groups[constraints.j] * n + groups[constraints.i]])  # groups with a link between them
+    linked = np.concatenate(
+        [groups[constraints.i] * n + groups[constraints.j], groups[constraints.j] * n + groups[constraints.i]]
+    )  # groups with a link between them
     first, second = np.triu_indices(len(anchors), 1)
     group_a, group_b = groups[anchors[first]], groups[anchors[second]]
     ask = np.flatnonzero((group_a != group_b) & ~np.isin(group_a * n + group_b, linked))
@@ -339,8 +355,15 @@ def _anchor_pairs(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, pick
                 picked.add(queues[c][position], partner[c])
 
 
-def select_pairs(embeddings: np.ndarray, posteriors: np.ndarray, constraints: ConstraintSet, num_pairs: int,
-                 strategy: str = "uncertain", seed: int = 0, features: np.ndarray | None = None) -> np.ndarray:
+def select_pairs(
+    embeddings: np.ndarray,
+    posteriors: np.ndarray,
+    constraints: ConstraintSet,
+    num_pairs: int,
+    strategy: str = "uncertain",
+    seed: int = 0,
+    features: np.ndarray | None = None,
+) -> np.ndarray:
     """The ``num_pairs`` pairs [n, 2] (``i < j``, in the order chosen) that ``strategy`` asks about next.
 
     Args:
@@ -374,8 +397,15 @@ def select_pairs(embeddings: np.ndarray, posteriors: np.ndarray, constraints: Co
     return picked.result()
 
 
-def suggest_pairs(model, x: np.ndarray, constraints: ConstraintSet, num_pairs: int, strategy: str = "uncertain",
-                  seed: int = 0, batch_size: int = 1024) -> np.ndarray:
+def suggest_pairs(
+    model,
+    x: np.ndarray,
+    constraints: ConstraintSet,
+    num_pairs: int,
+    strategy: str = "uncertain",
+    seed: int = 0,
+    batch_size: int = 1024,
+) -> np.ndarray:
     """The next ``num_pairs`` pairs of rows of ``x`` to ask about, from a trained :class:`~dcgmm_tf.DCGMM`
     (its embeddings and cluster posteriors; see :func:`select_pairs`). ``constraints`` index the rows of ``x``."""
     posteriors = model.predict(x, batch_size=batch_size, verbose=0)
@@ -388,5 +418,9 @@ def answered(constraints: ConstraintSet, pairs: np.ndarray, labels: np.ndarray, 
     labels = np.asarray(labels)
     pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
     signs = np.where(labels[pairs[:, 0]] == labels[pairs[:, 1]], 1.0, -1.0)
-    return ConstraintSet(np.concatenate([constraints.i, pairs[:, 0]]), np.concatenate([constraints.j, pairs[:, 1]]),
-                         np.concatenate([constraints.weight, weight * signs]), constraints.num_samples)
+    return ConstraintSet(
+        np.concatenate([constraints.i, pairs[:, 0]]),
+        np.concatenate([constraints.j, pairs[:, 1]]),
+        np.concatenate([constraints.weight, weight * signs]),
+        constraints.num_samples,
+    )

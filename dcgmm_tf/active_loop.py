@@ -34,30 +34,43 @@ class ActiveSchedule:
     then one round per budget (the total number of pairs after it), each with ``round_epochs`` of training."""
 
     start_pairs: int = setting(500, "Random pairs answered before the first round.", lower=1)
-    budgets: tuple[int, ...] = setting((1000, 2000, 3000, 4000, 6000), "Pairs answered after each round "
-                                       "(increasing, above start_pairs).")
+    budgets: tuple[int, ...] = setting(
+        (1000, 2000, 3000, 4000, 6000), "Pairs answered after each round (increasing, above start_pairs)."
+    )
     start_epochs: int = setting(30, "Epochs of training with the start_pairs before the first round.", lower=1)
-    round_epochs: int = setting(5, "Epochs of training after each round's answers (ending with a restart of the "
-                                "mixture).", lower=1)
-    final_epochs: int = setting(0, "Epochs of training after the last round, without new pairs (one more row), "
-                                "e.g. to compare a small budget with a larger one at equal training.", lower=0)
+    round_epochs: int = setting(
+        5, "Epochs of training after each round's answers (ending with a restart of the mixture).", lower=1
+    )
+    final_epochs: int = setting(
+        0,
+        "Epochs of training after the last round, without new pairs (one more row), "
+        "e.g. to compare a small budget with a larger one at equal training.",
+        lower=0,
+    )
 
     def __post_init__(self):
         check_fields(self)
         object.__setattr__(self, "budgets", tuple(int(b) for b in self.budgets))
         steps = (self.start_pairs, *self.budgets)
         if not self.budgets or any(b <= a for a, b in zip(steps, steps[1:])):
-            raise ValueError(f"budgets must be one or more numbers of pairs, increasing from start_pairs="
-                             f"{self.start_pairs}, got {list(self.budgets)}")
+            raise ValueError(
+                f"budgets must be one or more numbers of pairs, increasing from start_pairs="
+                f"{self.start_pairs}, got {list(self.budgets)}"
+            )
 
 
 def _scores(model, x_test: np.ndarray, y_test: np.ndarray, batch_size: int) -> dict[str, float]:
     return metrics.clustering_scores(y_test, predict_clusters(model, x_test, batch_size))
 
 
-def simulate(config: RunConfig, data: Dataset, strategies: Sequence[str], schedule: ActiveSchedule = ActiveSchedule(),
-             runtime: RuntimeConfig = RuntimeConfig(),
-             report: Callable[[list[dict[str, Any]]], None] = lambda rows: None) -> list[dict[str, Any]]:
+def simulate(
+    config: RunConfig,
+    data: Dataset,
+    strategies: Sequence[str],
+    schedule: ActiveSchedule = ActiveSchedule(),
+    runtime: RuntimeConfig = RuntimeConfig(),
+    report: Callable[[list[dict[str, Any]]], None] = lambda rows: None,
+) -> list[dict[str, Any]]:
     """The learning curves of ``strategies`` (see :mod:`dcgmm_tf.active`) for the seed ``config.seed``.
 
     Each curve is a list of rows (``strategy, seed, num_pairs, acc, nmi, ari, must_links, epochs, seconds``), the
@@ -71,21 +84,36 @@ def simulate(config: RunConfig, data: Dataset, strategies: Sequence[str], schedu
         raise ValueError(f"active selection needs method dcgmm, got {config.method}")
     weight = config.alpha or default_alpha(0.0)
     clock = time.perf_counter()
-    run = prepare_run(config, data, constraints=lambda y: ConstraintSet.from_labels(
-        y, schedule.start_pairs, alpha=weight, seed=config.seed))
+    run = prepare_run(
+        config,
+        data,
+        constraints=lambda y: ConstraintSet.from_labels(y, schedule.start_pairs, alpha=weight, seed=config.seed),
+    )
     with precision_policy(config.mixed_precision):
         return _curves(config, run, strategies, schedule, runtime, report, weight, clock)
 
 
-def _curves(config: RunConfig, run: PreparedRun, strategies: Sequence[str], schedule: ActiveSchedule,
-            runtime: RuntimeConfig, report: Callable[[list[dict[str, Any]]], None], weight: float,
-            clock: float) -> list[dict[str, Any]]:
+def _curves(
+    config: RunConfig,
+    run: PreparedRun,
+    strategies: Sequence[str],
+    schedule: ActiveSchedule,
+    runtime: RuntimeConfig,
+    report: Callable[[list[dict[str, Any]]], None],
+    weight: float,
+    clock: float,
+) -> list[dict[str, Any]]:
     """The rows of :func:`simulate` for the prepared ``run`` (its constraints: the start's random pairs)."""
     x_train, y_train, x_test, y_test = run.inputs
     start = run.constraints
     model = started_model(config, run, runtime)
-    settings = {"config": config.key(), "seed": config.seed, "start_pairs": schedule.start_pairs,
-                "start_epochs": schedule.start_epochs, "data": array_hash(x_train)}
+    settings = {
+        "config": config.key(),
+        "seed": config.seed,
+        "start_pairs": schedule.start_pairs,
+        "start_epochs": schedule.start_epochs,
+        "data": array_hash(x_train),
+    }
     cache = cache_path(runtime, f"active-start-{run.data.name}-seed{config.seed}-{settings_hash(settings)}.weights.h5")
     with exclusive(cache):  # the start is shared by every strategy of the seed, also across processes
         if not load_cached_weights(model, cache):
@@ -99,30 +127,58 @@ def _curves(config: RunConfig, run: PreparedRun, strategies: Sequence[str], sche
     for strategy in strategies:
         model.set_weights(start_weights)
         constraints, epochs = start, schedule.start_epochs
-        curve = [{"strategy": strategy, "seed": config.seed, "num_pairs": len(start), **start_scores,
-                  "must_links": int(constraints.must_link_mask.sum()), "epochs": epochs,
-                  "seconds": round(start_seconds, 1)}]
+        curve = [
+            {
+                "strategy": strategy,
+                "seed": config.seed,
+                "num_pairs": len(start),
+                **start_scores,
+                "must_links": int(constraints.must_link_mask.sum()),
+                "epochs": epochs,
+                "seconds": round(start_seconds, 1),
+            }
+        ]
         rounds = [(number, budget, schedule.round_epochs) for number, budget in enumerate(schedule.budgets, 1)]
         if schedule.final_epochs:
             rounds.append((len(rounds) + 1, schedule.budgets[-1], schedule.final_epochs))
         for number, budget, round_epochs in rounds:
             clock = time.perf_counter()
             if budget > len(constraints):
-                pairs = active.suggest_pairs(model, x_train, constraints, budget - len(constraints), strategy,
-                                             seed=1000 * config.seed + number, batch_size=runtime.eval_batch_size)
+                pairs = active.suggest_pairs(
+                    model,
+                    x_train,
+                    constraints,
+                    budget - len(constraints),
+                    strategy,
+                    seed=1000 * config.seed + number,
+                    batch_size=runtime.eval_batch_size,
+                )
                 constraints = active.answered(constraints, pairs, y_train, weight)
             # The noise of the round follows its seed alone: curves do not depend on the strategies run before
             # them in the process, nor on whether the start came from the cache.
             model.reseed(config.seed + number)
-            fit_config(model, dataclasses.replace(config, seed=config.seed + number), x_train, constraints, runtime,
-                       epochs=round_epochs)
+            fit_config(
+                model,
+                dataclasses.replace(config, seed=config.seed + number),
+                x_train,
+                constraints,
+                runtime,
+                epochs=round_epochs,
+            )
             epochs += round_epochs
             scores = _scores(model, x_test, y_test, runtime.eval_batch_size)
-            curve.append({"strategy": strategy, "seed": config.seed, "num_pairs": len(constraints), **scores,
-                          "must_links": int(constraints.must_link_mask.sum()), "epochs": epochs,
-                          "seconds": round(time.perf_counter() - clock, 1)})
-            logging.info("seed %d, %s: %d pairs, test ACC %.4f", config.seed, strategy, len(constraints),
-                         scores["acc"])
+            curve.append(
+                {
+                    "strategy": strategy,
+                    "seed": config.seed,
+                    "num_pairs": len(constraints),
+                    **scores,
+                    "must_links": int(constraints.must_link_mask.sum()),
+                    "epochs": epochs,
+                    "seconds": round(time.perf_counter() - clock, 1),
+                }
+            )
+            logging.info("seed %d, %s: %d pairs, test ACC %.4f", config.seed, strategy, len(constraints), scores["acc"])
         report(curve)
         rows += curve
     return rows

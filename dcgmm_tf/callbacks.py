@@ -26,8 +26,7 @@ class ClusteringMetrics(keras.callbacks.Callback):
     in the callback list so they record the values. Also logs ``elapsed_seconds`` since training began.
     """
 
-    def __init__(self, x: np.ndarray, y: np.ndarray, every: int = 1, prefix: str = "test_",
-                 batch_size: int = 1024):
+    def __init__(self, x: np.ndarray, y: np.ndarray, every: int = 1, prefix: str = "test_", batch_size: int = 1024):
         super().__init__()
         if every < 1:
             raise ValueError(f"every must be >= 1, got {every}")
@@ -62,8 +61,15 @@ class ClusterRestart(keras.callbacks.Callback):
     the model.
     """
 
-    def __init__(self, x: np.ndarray, constraints: ConstraintSet, every: int, strategy: str = "latent_class",
-                 num_components: int | None = None, seed: int = 0):
+    def __init__(
+        self,
+        x: np.ndarray,
+        constraints: ConstraintSet,
+        every: int,
+        strategy: str = "latent_class",
+        num_components: int | None = None,
+        seed: int = 0,
+    ):
         super().__init__()
         cluster_init.check_strategy(strategy)
         if every < 1:
@@ -75,8 +81,9 @@ class ClusterRestart(keras.callbacks.Callback):
         done, total = epoch + 1, (self.params or {}).get("epochs", 0)
         if (done % self.every and done != total) or self.model.stop_training:
             return
-        cluster_init.init_clusters(self.model, self.x, self.constraints, self.strategy, self.num_components,
-                                   self.seed + done)
+        cluster_init.init_clusters(
+            self.model, self.x, self.constraints, self.strategy, self.num_components, self.seed + done
+        )
         logging.info("mixture restarted by %s after epoch %d", self.strategy, done)
 
 
@@ -130,14 +137,18 @@ class NonFiniteLossGuard(keras.callbacks.Callback):
         for variable, good in zip(self._variables(), self._good_state):
             variable.assign(good)
         self.model.stop_training = True
-        kept = ("the start of training" if self._good_epoch is None else f"the end of epoch {self._good_epoch + 1}")
-        self.error = (f"the {self.monitor} became {float(value)} in epoch {self._epoch + 1}, batch {batch + 1}; "
-                      f"training stopped and the model was reset to its weights at {kept}")
+        kept = "the start of training" if self._good_epoch is None else f"the end of epoch {self._good_epoch + 1}"
+        self.error = (
+            f"the {self.monitor} became {float(value)} in epoch {self._epoch + 1}, batch {batch + 1}; "
+            f"training stopped and the model was reset to its weights at {kept}"
+        )
         if self.checkpoint_path is not None:
             write_atomically(self.checkpoint_path, self.model.save_weights, checksum=True)
             self.error += f", saved to {self.checkpoint_path}"
-        self.error += (". Lower the learning rate, clip the gradients (global_clipnorm, --clipnorm in "
-                       "experiments/run.py) or lower the constraint weight alpha.")
+        self.error += (
+            ". Lower the learning rate, clip the gradients (global_clipnorm, --clipnorm in "
+            "experiments/run.py) or lower the constraint weight alpha."
+        )
         logging.error("%s", self.error)
 
     def on_epoch_end(self, epoch, logs=None):

@@ -53,19 +53,21 @@ def _check_components(num_components: int | None, num_clusters: int, num_samples
     if num_components is None:
         return default_components(num_clusters, num_samples)
     if not num_clusters <= num_components <= num_samples:
-        raise ValueError(f"num_components (K') must be in [K={num_clusters}, N={num_samples}], "
-                         f"got {num_components}")
+        raise ValueError(f"num_components (K') must be in [K={num_clusters}, N={num_samples}], got {num_components}")
     return num_components
 
 
 def _check_constraints(constraints: ConstraintSet, num_samples: int) -> None:
     if constraints.num_samples != num_samples:
-        raise ValueError(f"the constraints index {constraints.num_samples} samples but there are {num_samples} "
-                         "embeddings; they must index the same samples")
+        raise ValueError(
+            f"the constraints index {constraints.num_samples} samples but there are {num_samples} "
+            "embeddings; they must index the same samples"
+        )
 
 
-def moment_match(z: np.ndarray, assignments: np.ndarray, num_clusters: int,
-                 min_variance: float = 1e-3) -> tuple[np.ndarray, np.ndarray]:
+def moment_match(
+    z: np.ndarray, assignments: np.ndarray, num_clusters: int, min_variance: float = 1e-3
+) -> tuple[np.ndarray, np.ndarray]:
     """Mean and variance of the embeddings of each cluster, shape [K, D] each (variances >= ``min_variance``).
 
     A cluster with fewer than two members gets the mean and variance of all embeddings.
@@ -91,8 +93,9 @@ def gmm_start(z: np.ndarray, num_clusters: int, seed: int = 0) -> ClusterStart:
     return ClusterStart(gmm.means_, gmm.covariances_, gmm.predict(z))
 
 
-def _component_links(components: np.ndarray, constraints: ConstraintSet,
-                     num_components: int) -> tuple[np.ndarray, np.ndarray]:
+def _component_links(
+    components: np.ndarray, constraints: ConstraintSet, num_components: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Symmetric [K', K'] counts of must-links and of cannot-links between (and inside) components."""
     a, b = components[constraints.i], components[constraints.j]
     counts = []
@@ -103,8 +106,14 @@ def _component_links(components: np.ndarray, constraints: ConstraintSet,
     return counts[0], counts[1]
 
 
-def merge_start(z: np.ndarray, constraints: ConstraintSet, num_clusters: int,
-                num_components: int | None = None, seed: int = 0, min_variance: float = 1e-3) -> ClusterStart:
+def merge_start(
+    z: np.ndarray,
+    constraints: ConstraintSet,
+    num_clusters: int,
+    num_components: int | None = None,
+    seed: int = 0,
+    min_variance: float = 1e-3,
+) -> ClusterStart:
     """Over-clustering plus constraint-guided merging.
 
     A diagonal GMM with K' = ``num_components`` components (default: :func:`default_components`) is fitted to
@@ -123,8 +132,10 @@ def merge_start(z: np.ndarray, constraints: ConstraintSet, num_clusters: int,
     group = np.arange(num_components)
     alive = sizes > 0
     if alive.sum() < num_clusters:
-        raise ValueError(f"only {alive.sum()} of the {num_components} GMM components hold samples, fewer than "
-                         f"K={num_clusters}; the embeddings have too few distinct points")
+        raise ValueError(
+            f"only {alive.sum()} of the {num_components} GMM components hold samples, fewer than "
+            f"K={num_clusters}; the embeddings have too few distinct points"
+        )
     while alive.sum() > num_clusters:
         idx = np.flatnonzero(alive)
         score = links[np.ix_(idx, idx)] / np.sqrt(np.outer(sizes[idx], sizes[idx]))
@@ -153,10 +164,20 @@ def _log_others(log_theta: np.ndarray) -> np.ndarray:
     return logsumexp(np.where(np.eye(k, dtype=bool), -np.inf, log_theta[:, None, :]), axis=2)
 
 
-def fit_latent_classes(a: np.ndarray, b: np.ndarray, must: np.ndarray, flip: np.ndarray,
-                       component_sizes: np.ndarray, num_clusters: int, seed: int = 0, n_init: int = 10,
-                       max_iter: int = 300, smoothing: float = 0.1, tol: float = 1e-7,
-                       warm_start: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+def fit_latent_classes(
+    a: np.ndarray,
+    b: np.ndarray,
+    must: np.ndarray,
+    flip: np.ndarray,
+    component_sizes: np.ndarray,
+    num_clusters: int,
+    seed: int = 0,
+    n_init: int = 10,
+    max_iter: int = 300,
+    smoothing: float = 0.1,
+    tol: float = 1e-7,
+    warm_start: np.ndarray | None = None,
+) -> tuple[np.ndarray, float]:
     """EM for a latent class model of the components: returns log p(c | a) [K', K] and the log-likelihood.
 
     Every sample has a class c ~ 1/K (DC-GMM's fixed prior) and lies in component a ~ theta_c. Pair n joins a
@@ -174,8 +195,10 @@ def fit_latent_classes(a: np.ndarray, b: np.ndarray, must: np.ndarray, flip: np.
     log_same = np.where(must, np.log1p(-flip), np.log(flip))[:, None]  # log p(observation | same class)
     log_diff = np.where(must, np.log(flip), np.log1p(-flip))[:, None]
     pairs = np.arange(len(a))
-    ends = sparse.csr_matrix((np.ones(2 * len(a)), (np.concatenate([a, b]), np.concatenate([pairs, pairs + len(a)]))),
-                             shape=(num_components, 2 * len(a)))  # scatter-adds pair ends onto components
+    ends = sparse.csr_matrix(
+        (np.ones(2 * len(a)), (np.concatenate([a, b]), np.concatenate([pairs, pairs + len(a)]))),
+        shape=(num_components, 2 * len(a)),
+    )  # scatter-adds pair ends onto components
     free = np.maximum(component_sizes - np.asarray(ends.sum(axis=1)).ravel(), 0.0)[:, None]
     num_samples = free.sum() + 2 * len(a)
     starts = [rng.dirichlet(np.ones(num_clusters), num_components) * component_sizes[:, None] for _ in range(n_init)]
@@ -227,10 +250,18 @@ def link_metric(z: np.ndarray, constraints: ConstraintSet) -> np.ndarray:
     return v * np.sqrt(np.maximum(lam, 0.0))
 
 
-def latent_class_start(z: np.ndarray, constraints: ConstraintSet, num_clusters: int,
-                       num_components: int | None = None,
-                       seed: int = 0, n_init: int = 10, flip: float | None = None, metric: bool = True,
-                       current: np.ndarray | None = None, min_variance: float = 1e-3) -> ClusterStart:
+def latent_class_start(
+    z: np.ndarray,
+    constraints: ConstraintSet,
+    num_clusters: int,
+    num_components: int | None = None,
+    seed: int = 0,
+    n_init: int = 10,
+    flip: float | None = None,
+    metric: bool = True,
+    current: np.ndarray | None = None,
+    min_variance: float = 1e-3,
+) -> ClusterStart:
     """Over-clustering plus a latent class model of the links (see :func:`fit_latent_classes`).
 
     ``flip`` is the probability that a link is wrong; default: from each pair's confidence |W_ij| by the paper's
@@ -247,18 +278,24 @@ def latent_class_start(z: np.ndarray, constraints: ConstraintSet, num_clusters: 
     if not len(constraints):
         raise ValueError("latent_class_start needs constraints; use gmm_start without them")
     if current is not None and np.shape(current) != (len(z), num_clusters):
-        raise ValueError(f"current must hold cluster probabilities of shape {(len(z), num_clusters)}, "
-                         f"got {np.shape(current)}")
+        raise ValueError(
+            f"current must hold cluster probabilities of shape {(len(z), num_clusters)}, got {np.shape(current)}"
+        )
     mapped = z @ link_metric(z, constraints) if metric else z
     responsibilities = _fit_gmm(mapped, num_components, seed).predict_proba(mapped)
     components = responsibilities.argmax(axis=1)
-    pair_flip = (flip_probability(constraints.weight) if flip is None
-                 else np.full(len(constraints), float(flip)))
-    log_p, _ = fit_latent_classes(components[constraints.i], components[constraints.j],
-                                  constraints.must_link_mask, pair_flip,
-                                  np.bincount(components, minlength=num_components).astype(np.float64),
-                                  num_clusters, seed=seed, n_init=n_init,
-                                  warm_start=None if current is None else responsibilities.T @ current)
+    pair_flip = flip_probability(constraints.weight) if flip is None else np.full(len(constraints), float(flip))
+    log_p, _ = fit_latent_classes(
+        components[constraints.i],
+        components[constraints.j],
+        constraints.must_link_mask,
+        pair_flip,
+        np.bincount(components, minlength=num_components).astype(np.float64),
+        num_clusters,
+        seed=seed,
+        n_init=n_init,
+        warm_start=None if current is None else responsibilities.T @ current,
+    )
     assignments = (responsibilities @ np.exp(log_p)).argmax(axis=1)
     means, variances = moment_match(z, assignments, num_clusters, min_variance)
     return ClusterStart(means, variances, assignments)
@@ -274,9 +311,16 @@ def check_strategy(strategy: str) -> None:
         raise ValueError(f"strategy must be one of {START_STRATEGIES}, got {strategy!r}")
 
 
-def cluster_start(z: np.ndarray, constraints: ConstraintSet | None, num_clusters: int, strategy: str = "latent_class",
-                  num_components: int | None = None, seed: int = 0, min_variance: float = 1e-3,
-                  current: np.ndarray | None = None) -> ClusterStart:
+def cluster_start(
+    z: np.ndarray,
+    constraints: ConstraintSet | None,
+    num_clusters: int,
+    strategy: str = "latent_class",
+    num_components: int | None = None,
+    seed: int = 0,
+    min_variance: float = 1e-3,
+    current: np.ndarray | None = None,
+) -> ClusterStart:
     """The start of ``strategy`` (one of :data:`START_STRATEGIES`) on embeddings ``z``.
 
     Without constraints (None or an empty set, as for VaDE) every strategy is the paper's :func:`gmm_start`.
@@ -287,12 +331,19 @@ def cluster_start(z: np.ndarray, constraints: ConstraintSet | None, num_clusters
         return gmm_start(z, num_clusters, seed)
     if strategy == "merge":
         return merge_start(z, constraints, num_clusters, num_components, seed, min_variance)
-    return latent_class_start(z, constraints, num_clusters, num_components, seed, current=current,
-                              min_variance=min_variance)
+    return latent_class_start(
+        z, constraints, num_clusters, num_components, seed, current=current, min_variance=min_variance
+    )
 
 
-def init_clusters(model, x: np.ndarray, constraints: ConstraintSet | None = None, strategy: str = "latent_class",
-                  num_components: int | None = None, seed: int = 0) -> ClusterStart:
+def init_clusters(
+    model,
+    x: np.ndarray,
+    constraints: ConstraintSet | None = None,
+    strategy: str = "latent_class",
+    num_components: int | None = None,
+    seed: int = 0,
+) -> ClusterStart:
     """Set ``model``'s cluster means and variances from the start of ``strategy`` on its embeddings mu(x).
 
     Call it after the autoencoder pretraining (:func:`dcgmm_tf.pretrain`), or during training to restart the
@@ -300,7 +351,15 @@ def init_clusters(model, x: np.ndarray, constraints: ConstraintSet | None = None
     candidate groupings of ``latent_class``. Returns the start (with the cluster of every row of ``x``).
     """
     current = model.predict(x, batch_size=1024, verbose=0) if strategy == "latent_class" else None
-    start = cluster_start(model.embed(x), constraints, model.num_clusters, strategy, num_components, seed,
-                          min_variance=2 * model.min_variance, current=current)
+    start = cluster_start(
+        model.embed(x),
+        constraints,
+        model.num_clusters,
+        strategy,
+        num_components,
+        seed,
+        min_variance=2 * model.min_variance,
+        current=current,
+    )
     model.set_cluster_parameters(start.means, start.variances)
     return start

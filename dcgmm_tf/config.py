@@ -25,14 +25,23 @@ CLUSTER_INITS = (*START_STRATEGIES, "labels")  # the starts of the mixture
 MIXED_PRECISION_POLICIES = {"off": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
 
-def setting(default: Any, help: str, *, choices: tuple | None = None, lower: float | None = None,
-            upper: float | None = None, rule: tuple[Callable[[Any], bool], str] | None = None,
-            kind: type | None = None) -> Any:
+def setting(
+    default: Any,
+    help: str,
+    *,
+    choices: tuple | None = None,
+    lower: float | None = None,
+    upper: float | None = None,
+    rule: tuple[Callable[[Any], bool], str] | None = None,
+    kind: type | None = None,
+) -> Any:
     """A config field: its default, help text and allowed values (``choices``, closed bounds ``lower``/``upper``,
     or a ``rule`` (predicate, "what it must be")); ``kind`` is the value type when the default is None."""
     # pylint: disable=redefined-builtin
-    return dataclasses.field(default=default, metadata={"help": help, "choices": choices, "lower": lower,
-                                                        "upper": upper, "rule": rule, "kind": kind})
+    return dataclasses.field(
+        default=default,
+        metadata={"help": help, "choices": choices, "lower": lower, "upper": upper, "rule": rule, "kind": kind},
+    )
 
 
 def check_field(name: str, value: Any, metadata: dict) -> None:
@@ -65,82 +74,128 @@ class RunConfig:
     label-free start (``cluster_init="latent_class"``) and 100 epochs; ``cluster_init="gmm"`` with
     ``epochs=500`` is the paper's own protocol."""
 
-    dataset: str = setting("fashion", "fashion, mnist, reuters, stl10, utkface_gender, utkface_ethnicity, a path "
-                           "to an .npz file, or an image folder / file,label CSV (see data/README.md).")
-    method: str = setting("dcgmm", "dcgmm, vade (= dcgmm without constraints), or a Table 1 baseline: pckmeans, "
-                          "sdec, cidec.", choices=METHODS)
-    seed: int = setting(0, "Seed of the data subsets, constraints, initialisation and batches (not part of key()).",
-                        lower=0)
+    dataset: str = setting(
+        "fashion",
+        "fashion, mnist, reuters, stl10, utkface_gender, utkface_ethnicity, a path "
+        "to an .npz file, or an image folder / file,label CSV (see data/README.md).",
+    )
+    method: str = setting(
+        "dcgmm",
+        "dcgmm, vade (= dcgmm without constraints), or a Table 1 baseline: pckmeans, sdec, cidec.",
+        choices=METHODS,
+    )
+    seed: int = setting(
+        0, "Seed of the data subsets, constraints, initialisation and batches (not part of key()).", lower=0
+    )
     num_constraints: int = setting(6000, "Number of random pairwise constraints drawn from the labels.", lower=0)
-    alpha: float | None = setting(None, "Constraint confidence |W_ij|; default 1e4, or 1000*log((1-q)/q) when "
-                                  "q > 0; with constraints_file, replaces every |W_ij| of the file (unset: the "
-                                  "file's weights).", rule=(lambda v: v is None or 0 < v < math.inf,
-                                                  "a finite number > 0 (or unset for the default)"), kind=float)
-    q: float = setting(0.0, "Constraint noise: probability of flipping each link, in [0, 0.5).",
-                       rule=(lambda v: 0 <= v < 0.5, "in [0, 0.5): the probability that a constraint is wrong"))
+    alpha: float | None = setting(
+        None,
+        "Constraint confidence |W_ij|; default 1e4, or 1000*log((1-q)/q) when "
+        "q > 0; with constraints_file, replaces every |W_ij| of the file (unset: the "
+        "file's weights).",
+        rule=(lambda v: v is None or 0 < v < math.inf, "a finite number > 0 (or unset for the default)"),
+        kind=float,
+    )
+    q: float = setting(
+        0.0,
+        "Constraint noise: probability of flipping each link, in [0, 0.5).",
+        rule=(lambda v: 0 <= v < 0.5, "in [0, 0.5): the probability that a constraint is wrong"),
+    )
     link_type: str = setting("both", "Which links to draw.", choices=LINK_TYPES)
     transitive_closure: bool = setting(False, "Close noise-free constraints transitively.")
-    constraints_file: str | None = setting(None, "CSV with columns i,j,weight indexing the training split.",
-                                           kind=str)
-    epochs: int = setting(100, "Training epochs (the paper: 1000 for MNIST, 500 otherwise; see the README for 100 "
-                          "from the default start); for sdec/cidec the maximum clustering epochs, for pckmeans the "
-                          "maximum iterations.", lower=1)
+    constraints_file: str | None = setting(None, "CSV with columns i,j,weight indexing the training split.", kind=str)
+    epochs: int = setting(
+        100,
+        "Training epochs (the paper: 1000 for MNIST, 500 otherwise; see the README for 100 "
+        "from the default start); for sdec/cidec the maximum clustering epochs, for pckmeans the "
+        "maximum iterations.",
+        lower=1,
+    )
     pretrain_epochs: int = setting(10, "Autoencoder pretraining epochs.", lower=0)
     pretrain_batch_size: int = setting(256, "Autoencoder pretraining batch size.", lower=1)
     cluster_init: str = setting(
-        "latent_class", "Initial mixture (dcgmm, vade): gmm (the paper's protocol: a diagonal GMM on the pretrained "
+        "latent_class",
+        "Initial mixture (dcgmm, vade): gmm (the paper's protocol: a diagonal GMM on the pretrained "
         "embeddings), merge or latent_class (init_components GMM components grouped by the constraints, see "
         "dcgmm_tf.cluster_init; without constraints the same as gmm), or labels (class means/variances of the "
         "embeddings of labelled training samples: all of them as a diagnostic, a few per class with "
-        "init_labels_per_class as a semi-supervised start; see docs/reproduction.md).", choices=CLUSTER_INITS)
+        "init_labels_per_class as a semi-supervised start; see docs/reproduction.md).",
+        choices=CLUSTER_INITS,
+    )
     init_labels_per_class: int = setting(
-        0, "With cluster_init=labels: use this many labelled training samples per class (drawn with the seed; "
-        "0: all).", rule=(lambda v: v == 0 or v >= 2, "0 (all labels) or at least 2"))
+        0,
+        "With cluster_init=labels: use this many labelled training samples per class (drawn with the seed; 0: all).",
+        rule=(lambda v: v == 0 or v >= 2, "0 (all labels) or at least 2"),
+    )
     init_components: int = setting(
-        0, "With cluster_init=merge or latent_class: number K' of GMM components that the constraints group into K "
-        "clusters (0: 10 K, at most one per 50 training samples).", rule=(lambda v: v == 0 or v >= 2,
-                                                                          "0 (automatic) or at least 2"))
+        0,
+        "With cluster_init=merge or latent_class: number K' of GMM components that the constraints group into K "
+        "clusters (0: 10 K, at most one per 50 training samples).",
+        rule=(lambda v: v == 0 or v >= 2, "0 (automatic) or at least 2"),
+    )
     restart_every: int = setting(
-        10, "With cluster_init=merge or latent_class and constraints: restart the mixture by the same strategy on "
+        10,
+        "With cluster_init=merge or latent_class and constraints: restart the mixture by the same strategy on "
         "the current embeddings every this many epochs and after the last (0: never; the default applies to "
-        "merge and latent_class only).", lower=0)
+        "merge and latent_class only).",
+        lower=0,
+    )
     pretrain_seed: int = setting(
-        -1, "Seed of the pretraining (initial weights, autoencoder, GMM); -1: the run's seed. Fixing it starts "
+        -1,
+        "Seed of the pretraining (initial weights, autoencoder, GMM); -1: the run's seed. Fixing it starts "
         "every run from the same pretrained model, as the paper's code does.",
-        rule=(lambda v: v >= -1, "-1 (the run's seed) or a seed >= 0"))
+        rule=(lambda v: v >= -1, "-1 (the run's seed) or a seed >= 0"),
+    )
     batch_size: int = setting(256, "Training batch size.", lower=2)
     learning_rate: float = setting(1e-3, "Initial Adam learning rate.", rule=(lambda v: v > 0, "> 0"))
     lr_decay: float = setting(0.9, "Learning-rate decay factor.", rule=(lambda v: 0 < v <= 1, "in (0, 1]"))
     lr_decay_epochs: int = setting(20, "Epochs between learning-rate decays.", lower=1)
-    layout: str = setting("separate", "Where constraint pairs go: extra batches of B/2 pairs (paper) or spread "
-                          "over all batches.", choices=("separate", "spread"))
-    clipnorm: float = setting(300.0, "Clip each step's gradient to this global norm (0: no clipping); see README.",
-                              lower=0)
-    kl_estimator: str = setting("sample", "Cluster KL estimator: closed-form Gaussian expectations (VaDE) or "
-                                "single-sample SGVB.", choices=KL_ESTIMATORS)
+    layout: str = setting(
+        "separate",
+        "Where constraint pairs go: extra batches of B/2 pairs (paper) or spread over all batches.",
+        choices=("separate", "spread"),
+    )
+    clipnorm: float = setting(
+        300.0, "Clip each step's gradient to this global norm (0: no clipping); see README.", lower=0
+    )
+    kl_estimator: str = setting(
+        "sample",
+        "Cluster KL estimator: closed-form Gaussian expectations (VaDE) or single-sample SGVB.",
+        choices=KL_ESTIMATORS,
+    )
     latent_dim: int = setting(10, "Latent dimension D.", lower=1)
-    architecture: str = setting("mlp", "Networks: the paper's MLP, or the appendix's VGG-like conv nets (image "
-                                "data sets only).", choices=("mlp", "vgg"))
-    vgg_filters: tuple[int, ...] = setting((32, 64), "Filters of the VGG blocks (paper: 32,64 for 64x64x1 frames, "
-                                           "64,128 for faces).", rule=(lambda v: len(v) > 0 and min(v) >= 1,
-                                                                       "one or more positive filter counts"))
-    num_clusters: int = setting(0, "Number of clusters K (0: the number of classes).",
-                                rule=(lambda v: v == 0 or v >= 2, "0 (the number of classes) or at least 2"))
+    architecture: str = setting(
+        "mlp",
+        "Networks: the paper's MLP, or the appendix's VGG-like conv nets (image data sets only).",
+        choices=("mlp", "vgg"),
+    )
+    vgg_filters: tuple[int, ...] = setting(
+        (32, 64),
+        "Filters of the VGG blocks (paper: 32,64 for 64x64x1 frames, 64,128 for faces).",
+        rule=(lambda v: len(v) > 0 and min(v) >= 1, "one or more positive filter counts"),
+    )
+    num_clusters: int = setting(
+        0,
+        "Number of clusters K (0: the number of classes).",
+        rule=(lambda v: v == 0 or v >= 2, "0 (the number of classes) or at least 2"),
+    )
     max_train_samples: int = setting(0, "Use a random subset of the training split (0: all).", lower=0)
     max_test_samples: int = setting(0, "Use a random subset of the test split (0: all).", lower=0)
     image_size: int = setting(64, "Side of the square images of UTKFace and of image-folder data sets.", lower=1)
-    mixed_precision: str = setting("off", "Mixed precision: bf16 (CPUs with AVX512-BF16/AMX, TPUs), fp16 (GPUs, "
-                                   "with loss scaling); variables and losses stay float32.",
-                                   choices=tuple(MIXED_PRECISION_POLICIES))
-    pckmeans_weight: float = setting(1.0, "pckmeans: penalty per violated constraint (squared-distance units).",
-                                     lower=0)
-    layer_pretrain_epochs: int = setting(50, "sdec/cidec: denoising-autoencoder epochs per layer (paper: 50).",
-                                         lower=0)
+    mixed_precision: str = setting(
+        "off",
+        "Mixed precision: bf16 (CPUs with AVX512-BF16/AMX, TPUs), fp16 (GPUs, "
+        "with loss scaling); variables and losses stay float32.",
+        choices=tuple(MIXED_PRECISION_POLICIES),
+    )
+    pckmeans_weight: float = setting(
+        1.0, "pckmeans: penalty per violated constraint (squared-distance units).", lower=0
+    )
+    layer_pretrain_epochs: int = setting(50, "sdec/cidec: denoising-autoencoder epochs per layer (paper: 50).", lower=0)
     finetune_epochs: int = setting(100, "sdec/cidec: autoencoder fine-tuning epochs (paper: 100).", lower=0)
     dec_tol: float = setting(1e-3, "sdec/cidec: stop when fewer than this share of assignments change.", lower=0)
     sdec_lambda: float = setting(1e-5, "sdec: weight of the pairwise distance loss.", lower=0)
-    cidec_gamma: float = setting(0.1, "cidec: weight of the clustering KL next to the reconstruction (IDEC).",
-                                 lower=0)
+    cidec_gamma: float = setting(0.1, "cidec: weight of the clustering KL next to the reconstruction (IDEC).", lower=0)
     cidec_ml_penalty: float = setting(0.1, "cidec: weight of the must-link loss.", lower=0)
     cidec_cl_penalty: float = setting(1.0, "cidec: weight of the cannot-link loss.", lower=0)
 
@@ -151,15 +206,20 @@ class RunConfig:
             for name in ("cluster_init", "restart_every", "init_components"):
                 if getattr(self, name) != defaults[name].default:
                     raise ValueError(f"{name} applies to method dcgmm or vade only (method is {self.method}).")
-        if self.restart_every not in (0, defaults["restart_every"].default) and \
-                self.cluster_init not in LINK_START_STRATEGIES:
-            raise ValueError(f"restart_every needs cluster_init merge or latent_class (or restart_every 0), "
-                             f"got cluster_init {self.cluster_init}.")
+        if (
+            self.restart_every not in (0, defaults["restart_every"].default)
+            and self.cluster_init not in LINK_START_STRATEGIES
+        ):
+            raise ValueError(
+                f"restart_every needs cluster_init merge or latent_class (or restart_every 0), "
+                f"got cluster_init {self.cluster_init}."
+            )
         if self.init_labels_per_class and self.cluster_init != "labels":
             raise ValueError("init_labels_per_class needs cluster_init labels.")
         if self.constraints_file and self.max_train_samples:
-            raise ValueError("constraints_file indexes the whole training split: it cannot be combined with "
-                             "max_train_samples.")
+            raise ValueError(
+                "constraints_file indexes the whole training split: it cannot be combined with max_train_samples."
+            )
 
     def key(self) -> str:
         """The configuration's identity: a hash of every field but the seed, each written as on the command line
@@ -173,15 +233,23 @@ class RuntimeConfig:
     """Settings that do not change a run's results (apart from op-level nondeterminism): resources, paths, output."""
 
     threads: int = setting(0, "TensorFlow intra-op threads (0: all cores).", lower=0)
-    deterministic: bool = setting(True, "TensorFlow op determinism: the same seed on the same machine gives the "
-                                  "same results row.")
+    deterministic: bool = setting(
+        True, "TensorFlow op determinism: the same seed on the same machine gives the same results row."
+    )
     jit_compile: bool = setting(False, "Compile the training step with XLA (needs deterministic off).")
-    strategy: str = setting("default", "tf.distribute: one device, all local GPUs (MirroredStrategy) or several "
-                            "machines (MultiWorkerMirroredStrategy, cluster from TF_CONFIG); see "
-                            "docs/distributed.md.", choices=DISTRIBUTION_STRATEGIES)
+    strategy: str = setting(
+        "default",
+        "tf.distribute: one device, all local GPUs (MirroredStrategy) or several "
+        "machines (MultiWorkerMirroredStrategy, cluster from TF_CONFIG); see "
+        "docs/distributed.md.",
+        choices=DISTRIBUTION_STRATEGIES,
+    )
     steps_per_execution: int = setting(
-        32, "Training steps per compiled call of fit: Keras' loop, the callbacks' batch hooks and the NaN guard's "
-        "check of the loss run once per call; the results do not change (see docs/performance.md).", lower=1)
+        32,
+        "Training steps per compiled call of fit: Keras' loop, the callbacks' batch hooks and the NaN guard's "
+        "check of the loss run once per call; the results do not change (see docs/performance.md).",
+        lower=1,
+    )
     eval_every: int = setting(10, "Evaluate test ACC/NMI/ARI every this many epochs (logged to history).", lower=1)
     eval_batch_size: int = setting(1024, "Batch size of predictions (test metrics, results).", lower=1)
     verbose: int = setting(2, "Keras verbosity: 0 silent, 1 progress bar, 2 one line per epoch.", lower=0, upper=2)

@@ -40,10 +40,15 @@ def make_strategy(name: str = "default") -> tf.distribute.Strategy:
     raise ValueError(f"strategy must be one of {DISTRIBUTION_STRATEGIES}, got {name!r}")
 
 
-def distributed_constrained_dataset(strategy: tf.distribute.Strategy, x: np.ndarray,
-                                    constraints: ConstraintSet | None = None, batch_size: int = 256, seed: int = 0,
-                                    layout: str = "separate", initial_epoch: int = 0
-                                    ) -> tuple[tf.distribute.DistributedDataset, int]:
+def distributed_constrained_dataset(
+    strategy: tf.distribute.Strategy,
+    x: np.ndarray,
+    constraints: ConstraintSet | None = None,
+    batch_size: int = 256,
+    seed: int = 0,
+    layout: str = "separate",
+    initial_epoch: int = 0,
+) -> tuple[tf.distribute.DistributedDataset, int]:
     """:func:`dcgmm_tf.data.constrained_dataset` for ``strategy``; returns the dataset and the steps per epoch.
 
     ``batch_size`` is the global batch. The batches are those of one device (the same seed gives the same
@@ -56,8 +61,10 @@ def distributed_constrained_dataset(strategy: tf.distribute.Strategy, x: np.ndar
     num_replicas = strategy.num_replicas_in_sync
 
     def one_epoch(epoch: tf.Tensor) -> tf.data.Dataset:
-        return epoch_rows(lambda e: iter([epoch_arrays(len(x), constraints, batch_size, seed, e, layout,
-                                                       num_replicas)]), args=(epoch,))
+        return epoch_rows(
+            lambda e: iter([epoch_arrays(len(x), constraints, batch_size, seed, e, layout, num_replicas)]),
+            args=(epoch,),
+        )
 
     def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
         # The epoch number is part of the dataset (not of Python state), so every new iterator (Keras opens

@@ -59,10 +59,21 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
       n_features_in_: Number of features seen in ``fit``.
     """
 
-    def __init__(self, n_clusters: int = 10, *, latent_dim: int = 10, epochs: int = 100, pretrain_epochs: int = 10,
-                 alpha: float = 1e4, batch_size: int = 256, learning_rate: float = 1e-3,
-                 cluster_init: str = "latent_class", likelihood: str = "auto", random_state: Any = None,
-                 verbose: int = 0):
+    def __init__(
+        self,
+        n_clusters: int = 10,
+        *,
+        latent_dim: int = 10,
+        epochs: int = 100,
+        pretrain_epochs: int = 10,
+        alpha: float = 1e4,
+        batch_size: int = 256,
+        learning_rate: float = 1e-3,
+        cluster_init: str = "latent_class",
+        likelihood: str = "auto",
+        random_state: Any = None,
+        verbose: int = 0,
+    ):
         self.n_clusters = n_clusters
         self.latent_dim = latent_dim
         self.epochs = epochs
@@ -75,8 +86,9 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def fit(self, X: Any, y: Any = None, *, ml: Any = None, cl: Any = None,
-            constraints: ConstraintSet | None = None) -> DCGMMClustering:
+    def fit(
+        self, X: Any, y: Any = None, *, ml: Any = None, cl: Any = None, constraints: ConstraintSet | None = None
+    ) -> DCGMMClustering:
         """Trains on ``X`` with must-links ``ml`` and cannot-links ``cl`` (index pairs into ``X``, confidence
         ``alpha``) or a ``ConstraintSet`` with per-pair weights; without constraints it is VaDE. ``y`` is ignored."""
         del y
@@ -102,18 +114,31 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         x = validation.check_data(x, num_clusters=self.n_clusters, likelihood=self.likelihood_, name="X")
 
         def build(model_seed: int) -> DCGMM:
-            return DCGMM((x.shape[1],), num_clusters=self.n_clusters, latent_dim=self.latent_dim,
-                         likelihood=self.likelihood_, seed=model_seed)
+            return DCGMM(
+                (x.shape[1],),
+                num_clusters=self.n_clusters,
+                latent_dim=self.latent_dim,
+                likelihood=self.likelihood_,
+                seed=model_seed,
+            )
 
         # The library calls of the runner's recipe (dcgmm_tf.training.train_dcgmm), with the runner's defaults.
-        model = training.pretrained_model(build, x, seed=seed, epochs=self.pretrain_epochs,
-                                          batch_size=self.batch_size, name="estimator", cache_dir=None,
-                                          verbose=self.verbose)
+        model = training.pretrained_model(
+            build,
+            x,
+            seed=seed,
+            epochs=self.pretrain_epochs,
+            batch_size=self.batch_size,
+            name="estimator",
+            cache_dir=None,
+            verbose=self.verbose,
+        )
         start_mixture(model, x, self.cluster_init, constraints, seed=seed)
         callbacks = []
         if self.cluster_init in LINK_START_STRATEGIES and len(constraints) > 0:
-            callbacks.append(ClusterRestart(x, constraints, _RUNNER_DEFAULTS["restart_every"].default,
-                                            self.cluster_init, seed=seed))
+            callbacks.append(
+                ClusterRestart(x, constraints, _RUNNER_DEFAULTS["restart_every"].default, self.cluster_init, seed=seed)
+            )
         schedule = FitSchedule(self.epochs, batch_size=self.batch_size, seed=seed, learning_rate=self.learning_rate)
         self.history_ = fit_mixture(model, x, constraints, schedule, callbacks, verbose=self.verbose)
         self.model_, self.constraints_ = model, constraints

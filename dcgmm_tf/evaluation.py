@@ -36,8 +36,14 @@ class RunResult(NamedTuple):
     test_clusters: np.ndarray
 
 
-def results_row(config: RunConfig, run: PreparedRun, trained: TrainedModel, test_clusters: np.ndarray,
-                train_seconds: float, runtime: RuntimeConfig) -> dict[str, Any]:
+def results_row(
+    config: RunConfig,
+    run: PreparedRun,
+    trained: TrainedModel,
+    test_clusters: np.ndarray,
+    train_seconds: float,
+    runtime: RuntimeConfig,
+) -> dict[str, Any]:
     """The results row of a trained run: its scores on the test split, the satisfaction of the training
     constraints (NaN without constraints), ``start_acc`` (the test ACC of the initial clustering), ``num_pairs``
     (the number of constraints it trained with), its settings, ``train_seconds`` and ``config`` (``config.key()``).
@@ -48,12 +54,24 @@ def results_row(config: RunConfig, run: PreparedRun, trained: TrainedModel, test
     if len(constraints):
         train_clusters = predict_clusters(trained.model, run.inputs.x_train, runtime.eval_batch_size)
         satisfaction = metrics.constraint_satisfaction(constraints, train_clusters)
-    return {"dataset": run.data.name, "method": config.method, "seed": config.seed, "num_pairs": len(constraints),
-            "q": config.q, "alpha": float(np.abs(constraints.weight).max()) if len(constraints) else 0.0,
-            "epochs": config.epochs, "acc": scores["acc"], "nmi": scores["nmi"], "ari": scores["ari"],
-            "constraint_satisfaction": satisfaction, "start_acc": trained.start_acc,
-            "train_seconds": round(train_seconds, 1), "n_train": len(run.data.x_train),
-            "n_test": len(run.data.x_test), "config": config.key()}
+    return {
+        "dataset": run.data.name,
+        "method": config.method,
+        "seed": config.seed,
+        "num_pairs": len(constraints),
+        "q": config.q,
+        "alpha": float(np.abs(constraints.weight).max()) if len(constraints) else 0.0,
+        "epochs": config.epochs,
+        "acc": scores["acc"],
+        "nmi": scores["nmi"],
+        "ari": scores["ari"],
+        "constraint_satisfaction": satisfaction,
+        "start_acc": trained.start_acc,
+        "train_seconds": round(train_seconds, 1),
+        "n_train": len(run.data.x_train),
+        "n_test": len(run.data.x_test),
+        "config": config.key(),
+    }
 
 
 def train_and_evaluate(config: RunConfig, data: Dataset, runtime: RuntimeConfig = RuntimeConfig()) -> RunResult:

@@ -49,12 +49,16 @@ class FitSchedule:
     clipnorm: float = 300.0
 
 
-def learning_rate_schedule(schedule: FitSchedule,
-                           steps_per_epoch: int) -> keras.optimizers.schedules.LearningRateSchedule:
+def learning_rate_schedule(
+    schedule: FitSchedule, steps_per_epoch: int
+) -> keras.optimizers.schedules.LearningRateSchedule:
     """The learning rate by step: ``learning_rate``, times ``lr_decay`` every ``lr_decay_epochs`` epochs."""
     return keras.optimizers.schedules.ExponentialDecay(
-        schedule.learning_rate, decay_steps=schedule.lr_decay_epochs * steps_per_epoch, decay_rate=schedule.lr_decay,
-        staircase=True)
+        schedule.learning_rate,
+        decay_steps=schedule.lr_decay_epochs * steps_per_epoch,
+        decay_rate=schedule.lr_decay,
+        staircase=True,
+    )
 
 
 def make_optimizer(schedule: FitSchedule, steps_per_epoch: int) -> keras.optimizers.Optimizer:
@@ -62,10 +66,20 @@ def make_optimizer(schedule: FitSchedule, steps_per_epoch: int) -> keras.optimiz
     return FusedAdam(learning_rate_schedule(schedule, steps_per_epoch), global_clipnorm=schedule.clipnorm or None)
 
 
-def fit_mixture(model: DCGMM, x: np.ndarray, constraints: ConstraintSet, schedule: FitSchedule,
-                callbacks: Sequence[keras.callbacks.Callback] = (), run_dir: Path | None = None, *,
-                backup_name: str = "backup", strategy: tf.distribute.Strategy | None = None,
-                jit_compile: bool = False, steps_per_execution: int = 32, verbose: int | str = 2) -> dict[str, list]:
+def fit_mixture(
+    model: DCGMM,
+    x: np.ndarray,
+    constraints: ConstraintSet,
+    schedule: FitSchedule,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
+    run_dir: Path | None = None,
+    *,
+    backup_name: str = "backup",
+    strategy: tf.distribute.Strategy | None = None,
+    jit_compile: bool = False,
+    steps_per_execution: int = 32,
+    verbose: int | str = 2,
+) -> dict[str, list]:
     """Trains ``model`` from its current weights and mixture for ``schedule.epochs`` epochs of C-ELBO.
 
     The model is compiled with a fresh :func:`make_optimizer`. Each epoch the ``callbacks`` run first (e.g. a
@@ -95,8 +109,9 @@ def fit_mixture(model: DCGMM, x: np.ndarray, constraints: ConstraintSet, schedul
     distributed, strategy = strategy is not None, strategy or tf.distribute.get_strategy()
     steps = steps_per_epoch(len(x), constraints, schedule.batch_size, schedule.layout)
     with strategy.scope():
-        model.compile(optimizer=make_optimizer(schedule, steps), jit_compile=jit_compile,
-                      steps_per_execution=steps_per_execution)
+        model.compile(
+            optimizer=make_optimizer(schedule, steps), jit_compile=jit_compile, steps_per_execution=steps_per_execution
+        )
         model.optimizer.build(model.trainable_variables)  # under the strategy, like the model's variables
     guard = NonFiniteLossGuard(run_dir / "last_good.weights.h5" if run_dir else None)
     callbacks = [*callbacks, guard]
@@ -107,15 +122,25 @@ def fit_mixture(model: DCGMM, x: np.ndarray, constraints: ConstraintSet, schedul
         initial_epoch = backup.restore(model)
         if initial_epoch:
             trim_history(run_dir / "history.csv", initial_epoch)
-        callbacks += [keras.callbacks.CSVLogger(str(run_dir / "history.csv"), append=initial_epoch > 0),
-                      keras.callbacks.TensorBoard(str(run_dir / "tensorboard")), backup]
+        callbacks += [
+            keras.callbacks.CSVLogger(str(run_dir / "history.csv"), append=initial_epoch > 0),
+            keras.callbacks.TensorBoard(str(run_dir / "tensorboard")),
+            backup,
+        ]
     args = dict(batch_size=schedule.batch_size, seed=schedule.seed, layout=schedule.layout, initial_epoch=initial_epoch)
     fit_args = {}
     if distributed:
         data, fit_args["steps_per_epoch"] = distributed_constrained_dataset(strategy, x, constraints, **args)
     else:
         data = constrained_dataset(x, constraints, **args)
-    history = model.fit(data, epochs=schedule.epochs, initial_epoch=initial_epoch, callbacks=callbacks,
-                        verbose=verbose, shuffle=False, **fit_args)
+    history = model.fit(
+        data,
+        epochs=schedule.epochs,
+        initial_epoch=initial_epoch,
+        callbacks=callbacks,
+        verbose=verbose,
+        shuffle=False,
+        **fit_args,
+    )
     guard.raise_if_stopped()
     return history.history

@@ -56,21 +56,22 @@ def cluster_log_posterior(z: tf.Tensor, means: tf.Tensor, variances: tf.Tensor) 
     return tf.nn.log_softmax(component_log_likelihoods(z, means, variances), axis=-1)
 
 
-def cluster_kl(z: tf.Tensor, z_mean: tf.Tensor, z_log_var: tf.Tensor, means: tf.Tensor,
-               variances: tf.Tensor) -> tf.Tensor:
+def cluster_kl(
+    z: tf.Tensor, z_mean: tf.Tensor, z_log_var: tf.Tensor, means: tf.Tensor, variances: tf.Tensor
+) -> tf.Tensor:
     """Single-sample estimate of KL(q(z, c|x) || p(z, c)) per sample (Lemma 2, lines 1-2 minus the likelihood).
 
     Equals log q(z|x) - log sum_k pi_k p(z|k) with pi_k = 1/K.
     """
     num_clusters = tf.cast(tf.shape(means)[0], tf.float32)
     log_q = tfd.MultivariateNormalDiag(loc=z_mean, scale_diag=tf.exp(0.5 * z_log_var)).log_prob(z)
-    log_p = tf.reduce_logsumexp(component_log_likelihoods(z, means, variances), axis=-1) - tf.math.log(
-        num_clusters)
+    log_p = tf.reduce_logsumexp(component_log_likelihoods(z, means, variances), axis=-1) - tf.math.log(num_clusters)
     return log_q - log_p
 
 
-def cluster_kl_analytic(log_gamma: tf.Tensor, z_mean: tf.Tensor, z_log_var: tf.Tensor, means: tf.Tensor,
-                        variances: tf.Tensor) -> tf.Tensor:
+def cluster_kl_analytic(
+    log_gamma: tf.Tensor, z_mean: tf.Tensor, z_log_var: tf.Tensor, means: tf.Tensor, variances: tf.Tensor
+) -> tf.Tensor:
     """KL(q(z, c|x) || p(z, c)) per sample with the Gaussian expectations over q(z|x) in closed form.
 
     The estimator of VaDE (Jiang et al. 2017, Eq. 17): gamma = p(k|z) is evaluated at a sample of z
@@ -84,7 +85,8 @@ def cluster_kl_analytic(log_gamma: tf.Tensor, z_mean: tf.Tensor, z_log_var: tf.T
     z_var = tf.exp(z_log_var)[..., tf.newaxis, :]  # [B, 1, D]
     cross_entropy = 0.5 * tf.reduce_sum(
         tf.math.log(2.0 * math.pi * variances) + (z_var + tf.square(z_mean[..., tf.newaxis, :] - means)) / variances,
-        axis=-1)  # [B, K]: -E_q log p(z|k)
+        axis=-1,
+    )  # [B, K]: -E_q log p(z|k)
     num_clusters = tf.cast(tf.shape(means)[0], tf.float32)
     gamma = tf.exp(log_gamma)
     entropy_q = 0.5 * tf.reduce_sum(math.log(2.0 * math.pi * math.e) + z_log_var, axis=-1)

@@ -18,10 +18,7 @@ def _check_labels(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.ndarray]:
         if y.ndim != 1:
             raise ValueError(f"{name} must be 1-D, got shape {y.shape}.")
     if y_true.size != y_pred.size:
-        raise ValueError(
-            f"y_true and y_pred must have the same length, got {y_true.size} "
-            f"and {y_pred.size}."
-        )
+        raise ValueError(f"y_true and y_pred must have the same length, got {y_true.size} and {y_pred.size}.")
     if y_true.size == 0:
         raise ValueError("y_true and y_pred are empty.")
     return y_true, y_pred
@@ -81,9 +78,7 @@ def constraint_satisfaction(constraints: ConstraintSet, y_pred: Any) -> float:
         entry per sample of `constraints`.
     """
     if len(constraints) == 0:
-        raise ValueError(
-            "Constraint satisfaction is undefined for an empty ConstraintSet."
-        )
+        raise ValueError("Constraint satisfaction is undefined for an empty ConstraintSet.")
     return float(np.mean(constraints.satisfied(y_pred)))
 
 

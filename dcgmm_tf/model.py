@@ -37,11 +37,20 @@ class DCGMM(keras.Model):
         seed: seed of the reparameterisation noise.
     """
 
-    def __init__(self, input_shape: Sequence[int], num_clusters: int = 10, latent_dim: int = 10,
-                 likelihood: str = "bernoulli", encoder: keras.layers.Layer | None = None,
-                 decoder: keras.layers.Layer | None = None, num_mc_samples: int = 1,
-                 min_variance: float = 1e-3, kl_estimator: str = "sample", seed: int | None = None,
-                 **kwargs):
+    def __init__(
+        self,
+        input_shape: Sequence[int],
+        num_clusters: int = 10,
+        latent_dim: int = 10,
+        likelihood: str = "bernoulli",
+        encoder: keras.layers.Layer | None = None,
+        decoder: keras.layers.Layer | None = None,
+        num_mc_samples: int = 1,
+        min_variance: float = 1e-3,
+        kl_estimator: str = "sample",
+        seed: int | None = None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if likelihood not in losses.LIKELIHOODS:
             raise ValueError(f"likelihood must be one of {losses.LIKELIHOODS}, got {likelihood!r}")
@@ -80,12 +89,18 @@ class DCGMM(keras.Model):
             self.decoder.build((None, self.latent_dim))
         # mu_k and sigma_k^2 = min_variance + exp(raw) (Eq. 1); pi_k = 1/K is fixed (Sec. 2.4).
         # autocast=False: under mixed precision the mixture stays float32 (also inside ``call``).
-        self.cluster_means = self.add_weight(shape=(self.num_clusters, self.latent_dim), name="cluster_means",
-                                             initializer=keras.initializers.RandomNormal(seed=self.seed),
-                                             autocast=False)
-        self.cluster_raw_variances = self.add_weight(shape=(self.num_clusters, self.latent_dim),
-                                                     name="cluster_raw_variances", initializer="zeros",
-                                                     autocast=False)
+        self.cluster_means = self.add_weight(
+            shape=(self.num_clusters, self.latent_dim),
+            name="cluster_means",
+            initializer=keras.initializers.RandomNormal(seed=self.seed),
+            autocast=False,
+        )
+        self.cluster_raw_variances = self.add_weight(
+            shape=(self.num_clusters, self.latent_dim),
+            name="cluster_raw_variances",
+            initializer="zeros",
+            autocast=False,
+        )
         self.built = True
 
     # ---- parameters -------------------------------------------------------------------------------
@@ -105,8 +120,9 @@ class DCGMM(keras.Model):
         variances = np.asarray(variances, np.float32)
         expected = (self.num_clusters, self.latent_dim)
         if means.shape != expected or variances.shape != expected:
-            raise ValueError(f"cluster means and variances must have shape {expected}, "
-                             f"got {means.shape} and {variances.shape}")
+            raise ValueError(
+                f"cluster means and variances must have shape {expected}, got {means.shape} and {variances.shape}"
+            )
         if not (np.all(np.isfinite(means)) and np.all(np.isfinite(variances)) and np.all(variances > 0)):
             raise ValueError("cluster means must be finite and cluster variances finite and positive")
         self.cluster_means.assign(means)
@@ -128,8 +144,12 @@ class DCGMM(keras.Model):
 
     def embed(self, x, batch_size: int = 1024) -> np.ndarray:
         """The embedding mean mu(x) of each sample, as a float32 numpy array [N, D] (also under mixed precision)."""
-        return np.concatenate([keras.ops.convert_to_numpy(self.encoder(x[s:s + batch_size])[0]).astype(np.float32)
-                               for s in range(0, len(x), batch_size)])
+        return np.concatenate(
+            [
+                keras.ops.convert_to_numpy(self.encoder(x[s : s + batch_size])[0]).astype(np.float32)
+                for s in range(0, len(x), batch_size)
+            ]
+        )
 
     def decode_mean(self, z) -> tf.Tensor:
         """The mean of p(x|z): sigmoid of the logits (Bernoulli) or the Gaussian mean."""
@@ -166,8 +186,12 @@ class DCGMM(keras.Model):
             cluster_kl = losses.cluster_kl(z, z_mean, z_log_var, means, variances)
         cluster_kl = tf.reduce_mean(cluster_kl)
         constraint = tf.zeros(()) if w is None else losses.pairwise_constraint_term(log_gamma, w)
-        return {"loss": reconstruction + cluster_kl + constraint, "reconstruction": reconstruction,
-                "cluster_kl": cluster_kl, "constraint": constraint}
+        return {
+            "loss": reconstruction + cluster_kl + constraint,
+            "reconstruction": reconstruction,
+            "cluster_kl": cluster_kl,
+            "constraint": constraint,
+        }
 
     def _standard_normal(self, shape) -> tf.Tensor:
         """N(0, 1) noise; under a multi-replica tf.distribute strategy each replica folds its id into the seed."""

@@ -27,8 +27,9 @@ class MLPEncoder(keras.layers.Layer):
         super().__init__(**kwargs)
         self.latent_dim = int(latent_dim)
         self.hidden_units = tuple(int(u) for u in hidden_units)
-        self.hidden = [keras.layers.Dense(u, activation="relu", name=f"dense_{n}")
-                       for n, u in enumerate(self.hidden_units)]
+        self.hidden = [
+            keras.layers.Dense(u, activation="relu", name=f"dense_{n}") for n, u in enumerate(self.hidden_units)
+        ]
         self.mean_head = keras.layers.Dense(self.latent_dim, name="z_mean")
         self.log_var_head = keras.layers.Dense(self.latent_dim, name="z_log_var")
 
@@ -58,16 +59,22 @@ class MLPDecoder(keras.layers.Layer):
     log-variance of each feature, concatenated (``2 * output_dim``).
     """
 
-    def __init__(self, output_dim: int, hidden_units: Sequence[int] = PAPER_HIDDEN_UNITS[::-1],
-                 likelihood: str = "bernoulli", **kwargs):
+    def __init__(
+        self,
+        output_dim: int,
+        hidden_units: Sequence[int] = PAPER_HIDDEN_UNITS[::-1],
+        likelihood: str = "bernoulli",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if likelihood not in LIKELIHOODS:
             raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
         self.output_dim = int(output_dim)
         self.hidden_units = tuple(int(u) for u in hidden_units)
         self.likelihood = likelihood
-        self.hidden = [keras.layers.Dense(u, activation="relu", name=f"dense_{n}")
-                       for n, u in enumerate(self.hidden_units)]
+        self.hidden = [
+            keras.layers.Dense(u, activation="relu", name=f"dense_{n}") for n, u in enumerate(self.hidden_units)
+        ]
         width = self.output_dim * (2 if likelihood == "gaussian" else 1)
         self.out = keras.layers.Dense(width, name="x_params")
 
@@ -85,8 +92,12 @@ class MLPDecoder(keras.layers.Layer):
         return self.out(h)
 
     def get_config(self):
-        return {**super().get_config(), "output_dim": self.output_dim,
-                "hidden_units": list(self.hidden_units), "likelihood": self.likelihood}
+        return {
+            **super().get_config(),
+            "output_dim": self.output_dim,
+            "hidden_units": list(self.hidden_units),
+            "likelihood": self.likelihood,
+        }
 
 
 PAPER_VGG_FILTERS = (32, 64)
@@ -94,8 +105,7 @@ PAPER_VGG_FILTERS = (32, 64)
 
 def _vgg_block(filters: int, name: str) -> list[keras.layers.Layer]:
     """Two 3x3 ReLU convolutions with 'same' padding."""
-    return [keras.layers.Conv2D(filters, 3, padding="same", activation="relu", name=f"{name}_conv{n}")
-            for n in (1, 2)]
+    return [keras.layers.Conv2D(filters, 3, padding="same", activation="relu", name=f"{name}_conv{n}") for n in (1, 2)]
 
 
 def _build_sequence(layers: Sequence[keras.layers.Layer], shape: tuple) -> tuple:
@@ -159,8 +169,13 @@ class VGGDecoder(keras.layers.Layer):
         likelihood: ``"bernoulli"`` or ``"gaussian"``.
     """
 
-    def __init__(self, output_shape: Sequence[int], filters: Sequence[int] = PAPER_VGG_FILTERS,
-                 likelihood: str = "bernoulli", **kwargs):
+    def __init__(
+        self,
+        output_shape: Sequence[int],
+        filters: Sequence[int] = PAPER_VGG_FILTERS,
+        likelihood: str = "bernoulli",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if likelihood not in LIKELIHOODS:
             raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
@@ -189,13 +204,19 @@ class VGGDecoder(keras.layers.Layer):
         return self.out(h)
 
     def get_config(self):
-        return {**super().get_config(), "output_shape": list(self.image_shape), "filters": list(self.filters),
-                "likelihood": self.likelihood}
+        return {
+            **super().get_config(),
+            "output_shape": list(self.image_shape),
+            "filters": list(self.filters),
+            "likelihood": self.likelihood,
+        }
 
 
 def _check_image_shape(shape: Sequence[int], num_blocks: int) -> None:
     """Raise unless ``shape`` is ``(H, W, C)`` with H and W divisible by 2**num_blocks."""
-    scale = 2 ** num_blocks
+    scale = 2**num_blocks
     if len(shape) != 3 or any(s is None or int(s) % scale for s in shape[:2]):
-        raise ValueError(f"VGG networks with {num_blocks} blocks need images (H, W, C) with H and W divisible "
-                         f"by {scale}; got sample shape {tuple(shape)}")
+        raise ValueError(
+            f"VGG networks with {num_blocks} blocks need images (H, W, C) with H and W divisible "
+            f"by {scale}; got sample shape {tuple(shape)}"
+        )

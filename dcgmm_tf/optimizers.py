@@ -29,6 +29,14 @@ class FusedAdam(keras.optimizers.Adam):
         beta_2 = tf.cast(self.beta_2, dtype)
         index = self._get_variable_index(variable)
         tf.raw_ops.ResourceApplyAdam(
-            var=variable.handle, m=self._momentums[index].value.handle, v=self._velocities[index].value.handle,
-            beta1_power=tf.pow(beta_1, step), beta2_power=tf.pow(beta_2, step), lr=tf.cast(learning_rate, dtype),
-            beta1=beta_1, beta2=beta_2, epsilon=tf.cast(self.epsilon, dtype), grad=tf.cast(gradient, dtype))
+            var=variable.handle,
+            m=self._momentums[index].value.handle,
+            v=self._velocities[index].value.handle,
+            beta1_power=tf.pow(beta_1, step),
+            beta2_power=tf.pow(beta_2, step),
+            lr=tf.cast(learning_rate, dtype),
+            beta1=beta_1,
+            beta2=beta_2,
+            epsilon=tf.cast(self.epsilon, dtype),
+            grad=tf.cast(gradient, dtype),
+        )

@@ -75,8 +75,13 @@ def subsets(data: Dataset, config: RunConfig) -> Dataset:
 def _cut(data: Dataset, train: np.ndarray, test: np.ndarray) -> Dataset:
     if len(train) == len(data.x_train) and len(test) == len(data.x_test):
         return data
-    return dataclasses.replace(data, x_train=data.x_train[train], y_train=data.y_train[train],
-                               x_test=data.x_test[test], y_test=data.y_test[test])
+    return dataclasses.replace(
+        data,
+        x_train=data.x_train[train],
+        y_train=data.y_train[train],
+        x_test=data.x_test[test],
+        y_test=data.y_test[test],
+    )
 
 
 def model_inputs(data: Dataset, config: RunConfig) -> Inputs:
@@ -98,9 +103,15 @@ def make_constraints(config: RunConfig, y_train: np.ndarray) -> ConstraintSet:
         if config.alpha is None:
             return read
         return ConstraintSet(read.i, read.j, np.sign(read.weight) * config.alpha, read.num_samples)
-    return ConstraintSet.from_labels(y_train, config.num_constraints, alpha=config.alpha, q=config.q,
-                                     link_type=config.link_type, seed=config.seed,
-                                     transitive_closure=config.transitive_closure)
+    return ConstraintSet.from_labels(
+        y_train,
+        config.num_constraints,
+        alpha=config.alpha,
+        q=config.q,
+        link_type=config.link_type,
+        seed=config.seed,
+        transitive_closure=config.transitive_closure,
+    )
 
 
 def run_dir_of(config: RunConfig, data_name: str, runtime: RuntimeConfig) -> Path:
@@ -108,10 +119,15 @@ def run_dir_of(config: RunConfig, data_name: str, runtime: RuntimeConfig) -> Pat
     return Path(runtime.output_dir) / "runs" / f"{config.method}-{data_name}-seed{config.seed}"
 
 
-def prepare_run(config: RunConfig, data: Dataset, *,
-                constraints: ConstraintSet | Callable[[np.ndarray], ConstraintSet] | None = None,
-                num_clusters: int | None = None, run_dir: str | Path | None = None,
-                use_subsets: bool = True) -> PreparedRun:
+def prepare_run(
+    config: RunConfig,
+    data: Dataset,
+    *,
+    constraints: ConstraintSet | Callable[[np.ndarray], ConstraintSet] | None = None,
+    num_clusters: int | None = None,
+    run_dir: str | Path | None = None,
+    use_subsets: bool = True,
+) -> PreparedRun:
     """The prepared run of ``config`` on ``data``; each split is checked here, once.
 
     Args:
@@ -135,18 +151,25 @@ def prepare_run(config: RunConfig, data: Dataset, *,
     else:
         train, test = np.arange(len(data.x_train)), np.arange(len(data.x_test))
     data = _cut(data, train, test)
-    validation.check_data(data.x_train, data.y_train, num_clusters=num_clusters, likelihood=data.likelihood,
-                          name="x_train")
+    validation.check_data(
+        data.x_train, data.y_train, num_clusters=num_clusters, likelihood=data.likelihood, name="x_train"
+    )
     if len(data.x_test) or use_subsets:
-        validation.check_data(data.x_test, data.y_test, num_clusters=num_clusters if use_subsets else None,
-                              likelihood=data.likelihood, name="x_test")
+        validation.check_data(
+            data.x_test,
+            data.y_test,
+            num_clusters=num_clusters if use_subsets else None,
+            likelihood=data.likelihood,
+            name="x_test",
+        )
     if constraints is None:
         constraints = make_constraints(config, data.y_train)
     elif callable(constraints):
         constraints = constraints(data.y_train)
     if constraints.num_samples != len(data.x_train):
-        raise ValueError(f"the constraints index {constraints.num_samples} samples but x_train holds "
-                         f"{len(data.x_train)}")
+        raise ValueError(
+            f"the constraints index {constraints.num_samples} samples but x_train holds {len(data.x_train)}"
+        )
     if run_dir is not None:
         run_dir = Path(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)

@@ -41,15 +41,25 @@ class _Autoencoder(keras.Model):
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean(losses.reconstruction_nll(x, self(x, training=True), self.likelihood))
         # The log-variance head of the encoder is not on this path and gets no gradient.
-        used = [(g, v) for g, v in zip(tape.gradient(loss, self.trainable_variables), self.trainable_variables)
-                if g is not None]
+        used = [
+            (g, v)
+            for g, v in zip(tape.gradient(loss, self.trainable_variables), self.trainable_variables)
+            if g is not None
+        ]
         self.optimizer.apply([g for g, _ in used], [v for _, v in used])
         self.loss_tracker.update_state(loss)
         return {"reconstruction": self.loss_tracker.result()}
 
 
-def pretrain_autoencoder(model: DCGMM, x: np.ndarray, epochs: int = 10, batch_size: int = 256,
-                         learning_rate: float = 1e-3, seed: int = 0, verbose: int | str = "auto") -> None:
+def pretrain_autoencoder(
+    model: DCGMM,
+    x: np.ndarray,
+    epochs: int = 10,
+    batch_size: int = 256,
+    learning_rate: float = 1e-3,
+    seed: int = 0,
+    verbose: int | str = "auto",
+) -> None:
     """Train ``model``'s encoder mean and decoder as a plain autoencoder."""
     if epochs < 0:
         raise ValueError(f"pretraining epochs must be >= 0, got {epochs}")
@@ -57,8 +67,9 @@ def pretrain_autoencoder(model: DCGMM, x: np.ndarray, epochs: int = 10, batch_si
         return
     autoencoder = _Autoencoder(model.encoder, model.decoder, model.likelihood, name="autoencoder")
     autoencoder.compile(optimizer=keras.optimizers.Adam(learning_rate))
-    data = prefetch_without_autotune(tf.data.Dataset.from_tensor_slices(np.asarray(x, np.float32))
-                                     .shuffle(len(x), seed=seed).batch(batch_size))
+    data = prefetch_without_autotune(
+        tf.data.Dataset.from_tensor_slices(np.asarray(x, np.float32)).shuffle(len(x), seed=seed).batch(batch_size)
+    )
     autoencoder.fit(data, epochs=epochs, verbose=verbose, shuffle=False)  # shuffled above
 
 
@@ -83,9 +94,10 @@ def cluster_prior_from_labels(model: DCGMM, x: np.ndarray, y: np.ndarray) -> Non
     valid = y.ndim == 1 and len(y) == len(x) and np.issubdtype(y.dtype, np.integer)
     counts = np.bincount(y[(y >= 0) & (y < model.num_clusters)], minlength=model.num_clusters) if valid else None
     if not valid or counts.sum() != len(y) or counts.min() < 2:
-        raise ValueError(f"labels must be one integer in [0, {model.num_clusters}) per sample of x with at least two "
-                         f"samples per class; got {y.shape} labels"
-                         + ("" if counts is None else f", class counts {counts.tolist()}"))
+        raise ValueError(
+            f"labels must be one integer in [0, {model.num_clusters}) per sample of x with at least two "
+            f"samples per class; got {y.shape} labels" + ("" if counts is None else f", class counts {counts.tolist()}")
+        )
     z = model.embed(x)
     means = np.stack([z[y == k].mean(axis=0) for k in range(model.num_clusters)])
     variances = np.stack([z[y == k].var(axis=0) for k in range(model.num_clusters)])
@@ -121,9 +133,17 @@ def save_cached_weights(model: keras.Model, cache_path: str | os.PathLike | None
     write_atomically(cache_path, model.save_weights, checksum=True)
 
 
-def pretrain(model: DCGMM, x: np.ndarray, *, epochs: int = 10, batch_size: int = 256,
-             learning_rate: float = 1e-3, seed: int = 0, cache_path: str | os.PathLike | None = None,
-             verbose: int | str = "auto") -> bool:
+def pretrain(
+    model: DCGMM,
+    x: np.ndarray,
+    *,
+    epochs: int = 10,
+    batch_size: int = 256,
+    learning_rate: float = 1e-3,
+    seed: int = 0,
+    cache_path: str | os.PathLike | None = None,
+    verbose: int | str = "auto",
+) -> bool:
     """Autoencoder pretraining of ``model``'s encoder mean and decoder, reusing ``cache_path`` if present.
 
     The mixture is left as it is: set it next with :func:`start_mixture`. The cache (``.weights.h5``) holds the
@@ -143,20 +163,39 @@ def pretrain(model: DCGMM, x: np.ndarray, *, epochs: int = 10, batch_size: int =
     Returns:
       True when the weights came from the cache.
     """
-    x = validation.check_data(x, num_clusters=model.num_clusters, likelihood=model.likelihood,
-                              sample_shape=model.sample_shape)
-    return pretrain_checked(model, x, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, seed=seed,
-                            cache_path=cache_path, verbose=verbose)
+    x = validation.check_data(
+        x, num_clusters=model.num_clusters, likelihood=model.likelihood, sample_shape=model.sample_shape
+    )
+    return pretrain_checked(
+        model,
+        x,
+        epochs=epochs,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        seed=seed,
+        cache_path=cache_path,
+        verbose=verbose,
+    )
 
 
-def pretrain_checked(model: DCGMM, x: np.ndarray, *, epochs: int, batch_size: int, learning_rate: float = 1e-3,
-                     seed: int, cache_path: str | os.PathLike | None, verbose: int | str) -> bool:
+def pretrain_checked(
+    model: DCGMM,
+    x: np.ndarray,
+    *,
+    epochs: int,
+    batch_size: int,
+    learning_rate: float = 1e-3,
+    seed: int,
+    cache_path: str | os.PathLike | None,
+    verbose: int | str,
+) -> bool:
     """:func:`pretrain` for data checked already (by :func:`dcgmm_tf.prepared.prepare_run`)."""
     with exclusive(cache_path):  # processes sharing the cache: one pretrains, the others then load its file
         if load_cached_weights(model, cache_path):
             return True
-        pretrain_autoencoder(model, x, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
-                             seed=seed, verbose=verbose)
+        pretrain_autoencoder(
+            model, x, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, seed=seed, verbose=verbose
+        )
         save_cached_weights(model, cache_path)
     return False
 
@@ -168,15 +207,25 @@ def labelled_subset(y: np.ndarray, per_class: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     classes, counts = np.unique(y, return_counts=True)
     if counts.min() < per_class:
-        raise ValueError(f"init_labels_per_class={per_class} but class {classes[counts.argmin()]} has only "
-                         f"{counts.min()} training samples")
+        raise ValueError(
+            f"init_labels_per_class={per_class} but class {classes[counts.argmin()]} has only "
+            f"{counts.min()} training samples"
+        )
     return np.sort(np.concatenate([rng.choice(np.flatnonzero(y == c), per_class, replace=False) for c in classes]))
 
 
-def start_mixture(model: DCGMM, x: np.ndarray, strategy: str = "latent_class",
-                  constraints: ConstraintSet | None = None, *, labels: np.ndarray | None = None,
-                  labels_per_class: int = 0, num_components: int | None = None, seed: int = 0,
-                  gmm_seed: int | None = None) -> None:
+def start_mixture(
+    model: DCGMM,
+    x: np.ndarray,
+    strategy: str = "latent_class",
+    constraints: ConstraintSet | None = None,
+    *,
+    labels: np.ndarray | None = None,
+    labels_per_class: int = 0,
+    num_components: int | None = None,
+    seed: int = 0,
+    gmm_seed: int | None = None,
+) -> None:
     """Sets ``model``'s initial mixture from its embeddings of ``x``: the one dispatcher of the starts.
 
     Args:

@@ -54,19 +54,36 @@ def precision_policy(mixed_precision: str) -> Iterator[None]:
         keras.mixed_precision.set_global_policy(previous)
 
 
-def make_model(config: RunConfig, input_shape: tuple[int, ...], likelihood: str, num_clusters: int,
-               seed: int) -> DCGMM:
+def make_model(config: RunConfig, input_shape: tuple[int, ...], likelihood: str, num_clusters: int, seed: int) -> DCGMM:
     """The DC-GMM model of ``config`` (the paper's MLP, or the VGG-like networks) for samples of ``input_shape``."""
     networks = {}
     if config.architecture == "vgg":
-        networks = {"encoder": VGGEncoder(config.latent_dim, list(config.vgg_filters), name="encoder"),
-                    "decoder": VGGDecoder(input_shape, list(config.vgg_filters), likelihood, name="decoder")}
-    return DCGMM(input_shape, num_clusters=num_clusters, latent_dim=config.latent_dim, likelihood=likelihood,
-                 kl_estimator=config.kl_estimator, seed=seed, **networks)
+        networks = {
+            "encoder": VGGEncoder(config.latent_dim, list(config.vgg_filters), name="encoder"),
+            "decoder": VGGDecoder(input_shape, list(config.vgg_filters), likelihood, name="decoder"),
+        }
+    return DCGMM(
+        input_shape,
+        num_clusters=num_clusters,
+        latent_dim=config.latent_dim,
+        likelihood=likelihood,
+        kl_estimator=config.kl_estimator,
+        seed=seed,
+        **networks,
+    )
 
 
-def pretrained_model(build: Callable[[int], DCGMM], x: np.ndarray, *, seed: int, epochs: int, batch_size: int,
-                     name: str, cache_dir: Path | None, verbose: int | str = 0) -> DCGMM:
+def pretrained_model(
+    build: Callable[[int], DCGMM],
+    x: np.ndarray,
+    *,
+    seed: int,
+    epochs: int,
+    batch_size: int,
+    name: str,
+    cache_dir: Path | None,
+    verbose: int | str = 0,
+) -> DCGMM:
     """The model ``build(seed)`` after its (cached) autoencoder pretraining on ``x`` (checked already).
 
     The cache file in ``cache_dir`` (None: no cache) is named by ``name``, the seed and a hash of what the
@@ -81,8 +98,9 @@ def pretrained_model(build: Callable[[int], DCGMM], x: np.ndarray, *, seed: int,
     settings.update(pretrain_epochs=epochs, pretrain_batch_size=batch_size, data=array_hash(x))
     file_name = f"pretrain-{name}-seed{seed}-{settings_hash(settings)}.weights.h5"
     cache = None if cache_dir is None else cache_dir / file_name
-    cached = pretrain_checked(model, x, epochs=epochs, batch_size=batch_size, seed=seed, cache_path=cache,
-                              verbose=verbose)
+    cached = pretrain_checked(
+        model, x, epochs=epochs, batch_size=batch_size, seed=seed, cache_path=cache, verbose=verbose
+    )
     logging.info("pretrained weights %s", cache_note(cached, cache))
     return model
 
@@ -93,12 +111,27 @@ def started_model(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -
     pretrain_seed = seed if config.pretrain_seed < 0 else config.pretrain_seed
     x_train, y_train = run.inputs.x_train, run.inputs.y_train
     build = functools.partial(make_model, config, x_train.shape[1:], run.data.likelihood, run.num_clusters)
-    model = pretrained_model(build, x_train, seed=pretrain_seed, epochs=config.pretrain_epochs,
-                             batch_size=config.pretrain_batch_size, name=run.data.name,
-                             cache_dir=cache_folder(runtime), verbose=runtime.verbose)
-    start_mixture(model, x_train, config.cluster_init, run.constraints, labels=y_train,
-                  labels_per_class=config.init_labels_per_class, num_components=config.init_components or None,
-                  seed=seed, gmm_seed=pretrain_seed)
+    model = pretrained_model(
+        build,
+        x_train,
+        seed=pretrain_seed,
+        epochs=config.pretrain_epochs,
+        batch_size=config.pretrain_batch_size,
+        name=run.data.name,
+        cache_dir=cache_folder(runtime),
+        verbose=runtime.verbose,
+    )
+    start_mixture(
+        model,
+        x_train,
+        config.cluster_init,
+        run.constraints,
+        labels=y_train,
+        labels_per_class=config.init_labels_per_class,
+        num_components=config.init_components or None,
+        seed=seed,
+        gmm_seed=pretrain_seed,
+    )
     if pretrain_seed != seed:  # the training itself (sampling, batches) follows the run's seed
         pretrained = model
         model = build(seed)
@@ -106,23 +139,51 @@ def started_model(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -
     return model
 
 
-def fit_config(model: DCGMM, config: RunConfig, x: np.ndarray, constraints: ConstraintSet, runtime: RuntimeConfig,
-               *, epochs: int, run_dir: Path | None = None,
-               callbacks: Sequence[keras.callbacks.Callback] = ()) -> dict[str, list]:
+def fit_config(
+    model: DCGMM,
+    config: RunConfig,
+    x: np.ndarray,
+    constraints: ConstraintSet,
+    runtime: RuntimeConfig,
+    *,
+    epochs: int,
+    run_dir: Path | None = None,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
+) -> dict[str, list]:
     """:func:`dcgmm_tf.fitting.fit_mixture` with the arguments of ``config`` and ``runtime``: ``epochs`` epochs,
     restarts every ``config.restart_every`` epochs (the strategies that use links, with constraints), then
     ``callbacks``."""
-    schedule = FitSchedule(epochs, batch_size=config.batch_size, seed=config.seed, layout=config.layout,
-                           learning_rate=config.learning_rate, lr_decay=config.lr_decay,
-                           lr_decay_epochs=config.lr_decay_epochs, clipnorm=config.clipnorm)
+    schedule = FitSchedule(
+        epochs,
+        batch_size=config.batch_size,
+        seed=config.seed,
+        layout=config.layout,
+        learning_rate=config.learning_rate,
+        lr_decay=config.lr_decay,
+        lr_decay_epochs=config.lr_decay_epochs,
+        clipnorm=config.clipnorm,
+    )
     run_callbacks = []
     if config.cluster_init in LINK_START_STRATEGIES and config.restart_every and len(constraints) > 0:
-        run_callbacks.append(ClusterRestart(x, constraints, config.restart_every, config.cluster_init,
-                                            config.init_components or None, config.seed))
+        run_callbacks.append(
+            ClusterRestart(
+                x, constraints, config.restart_every, config.cluster_init, config.init_components or None, config.seed
+            )
+        )
     strategy = None if runtime.strategy == "default" else distribution_strategy(runtime.strategy)
-    return fit_mixture(model, x, constraints, schedule, [*run_callbacks, *callbacks], run_dir,
-                       backup_name=f"backup-{config.key()}", strategy=strategy, jit_compile=runtime.jit_compile,
-                       steps_per_execution=runtime.steps_per_execution, verbose=runtime.verbose)
+    return fit_mixture(
+        model,
+        x,
+        constraints,
+        schedule,
+        [*run_callbacks, *callbacks],
+        run_dir,
+        backup_name=f"backup-{config.key()}",
+        strategy=strategy,
+        jit_compile=runtime.jit_compile,
+        steps_per_execution=runtime.steps_per_execution,
+        verbose=runtime.verbose,
+    )
 
 
 def train_dcgmm(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> TrainedModel:
@@ -141,8 +202,9 @@ def train_dcgmm(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> 
     scores = []  # the test metrics every runtime.eval_every epochs and after the last
     if len(x_test):
         scores.append(ClusteringMetrics(x_test, y_test, every=runtime.eval_every, batch_size=runtime.eval_batch_size))
-    history = fit_config(model, config, x_train, run.constraints, runtime, epochs=config.epochs, run_dir=run.run_dir,
-                         callbacks=scores)
+    history = fit_config(
+        model, config, x_train, run.constraints, runtime, epochs=config.epochs, run_dir=run.run_dir, callbacks=scores
+    )
     if run.run_dir is not None:
         write_atomically(run.run_dir / "model.keras", model.save, checksum=True)
     return TrainedModel(model, history, start_acc, scores[0].clusters if scores else None)
@@ -151,8 +213,13 @@ def train_dcgmm(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> 
 Trainer = Callable[[RunConfig, PreparedRun, RuntimeConfig], TrainedModel]
 
 # The trainer of each method.
-TRAINERS: dict[str, Trainer] = {"dcgmm": train_dcgmm, "vade": train_dcgmm, "pckmeans": train_pckmeans,
-                                "sdec": train_dec, "cidec": train_dec}
+TRAINERS: dict[str, Trainer] = {
+    "dcgmm": train_dcgmm,
+    "vade": train_dcgmm,
+    "pckmeans": train_pckmeans,
+    "sdec": train_dec,
+    "cidec": train_dec,
+}
 
 
 def train_prepared(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig = RuntimeConfig()) -> TrainedModel:
@@ -161,8 +228,15 @@ def train_prepared(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig =
         return TRAINERS[config.method](config, run, runtime)
 
 
-def train(config: RunConfig, data: Dataset, constraints: ConstraintSet, *, num_clusters: int | None = None,
-          run_dir: str | Path | None = None, runtime: RuntimeConfig = RuntimeConfig()) -> TrainedModel:
+def train(
+    config: RunConfig,
+    data: Dataset,
+    constraints: ConstraintSet,
+    *,
+    num_clusters: int | None = None,
+    run_dir: str | Path | None = None,
+    runtime: RuntimeConfig = RuntimeConfig(),
+) -> TrainedModel:
     """Trains ``config.method`` on ``data.x_train`` with ``constraints`` (indexing ``data.x_train``).
 
     ``num_clusters`` defaults to ``config.num_clusters`` or the number of classes; with a ``run_dir`` the run
@@ -170,6 +244,7 @@ def train(config: RunConfig, data: Dataset, constraints: ConstraintSet, *, num_c
     The test split is scored during training (``eval_every``) unless it is empty; the labels of the training
     split are used only by ``cluster_init="labels"``. The data is used as given (no subsets).
     """
-    run = prepare_run(config, data, constraints=constraints, num_clusters=num_clusters, run_dir=run_dir,
-                      use_subsets=False)
+    run = prepare_run(
+        config, data, constraints=constraints, num_clusters=num_clusters, run_dir=run_dir, use_subsets=False
+    )
     return train_prepared(config, run, runtime)

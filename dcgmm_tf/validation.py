@@ -20,8 +20,15 @@ import numpy as np
 USER_ERRORS = (ValueError, FileNotFoundError, FloatingPointError)
 
 
-def check_data(x: Any, y: Any = None, *, num_clusters: int | None = None, likelihood: str | None = None,
-               sample_shape: Sequence[int] | None = None, name: str = "x") -> np.ndarray:
+def check_data(
+    x: Any,
+    y: Any = None,
+    *,
+    num_clusters: int | None = None,
+    likelihood: str | None = None,
+    sample_shape: Sequence[int] | None = None,
+    name: str = "x",
+) -> np.ndarray:
     """Checks one split of the data and returns ``x`` as a float32 array.
 
     ``x`` must be a non-empty numeric array of shape ``[N, *sample_shape]`` (rank >= 2) holding only finite
@@ -35,34 +42,46 @@ def check_data(x: Any, y: Any = None, *, num_clusters: int | None = None, likeli
     if array.dtype.kind not in "biuf":
         raise ValueError(f"{name} must be numeric, got dtype {array.dtype}.")
     if array.ndim < 2:
-        raise ValueError(f"{name} must have shape [num_samples, num_features, ...] (rank >= 2), got shape "
-                         f"{array.shape}; reshape a single feature to x[:, None] or a single sample to x[None].")
+        raise ValueError(
+            f"{name} must have shape [num_samples, num_features, ...] (rank >= 2), got shape "
+            f"{array.shape}; reshape a single feature to x[:, None] or a single sample to x[None]."
+        )
     if sample_shape is not None and array.shape[1:] != tuple(sample_shape):
-        raise ValueError(f"{name} has samples of shape {array.shape[1:]} but the model expects "
-                         f"{tuple(sample_shape)}; build the model with input_shape={array.shape[1:]}.")
+        raise ValueError(
+            f"{name} has samples of shape {array.shape[1:]} but the model expects "
+            f"{tuple(sample_shape)}; build the model with input_shape={array.shape[1:]}."
+        )
     if array.shape[0] == 0:
         raise ValueError(f"{name} holds no samples (shape {array.shape}).")
     array = array.astype(np.float32, copy=False)
     finite = np.isfinite(array)
     if not finite.all():
         bad = np.argwhere(~finite)[0]
-        raise ValueError(f"{name} contains {int((~finite).sum())} NaN or infinite value(s), the first at index "
-                         f"{tuple(int(b) for b in bad)} ({array[tuple(bad)]}); remove or impute them.")
+        raise ValueError(
+            f"{name} contains {int((~finite).sum())} NaN or infinite value(s), the first at index "
+            f"{tuple(int(b) for b in bad)} ({array[tuple(bad)]}); remove or impute them."
+        )
     if likelihood == "bernoulli":
         low, high = float(array.min()), float(array.max())
         if low < 0 or high > 1:
-            raise ValueError(f"{name} has values in [{low:g}, {high:g}] but the Bernoulli likelihood needs data in "
-                             "[0, 1]: scale it (e.g. divide 8-bit pixels by 255) or use likelihood='gaussian'.")
+            raise ValueError(
+                f"{name} has values in [{low:g}, {high:g}] but the Bernoulli likelihood needs data in "
+                "[0, 1]: scale it (e.g. divide 8-bit pixels by 255) or use likelihood='gaussian'."
+            )
     if y is not None:
         labels = np.asarray(y)
         if labels.shape != (array.shape[0],):
-            raise ValueError(f"{name} has {array.shape[0]} samples but its labels have shape {labels.shape}; "
-                             f"expected ({array.shape[0]},), one label per sample.")
+            raise ValueError(
+                f"{name} has {array.shape[0]} samples but its labels have shape {labels.shape}; "
+                f"expected ({array.shape[0]},), one label per sample."
+            )
         if labels.dtype.kind not in "iu":
             raise ValueError(f"the labels of {name} must be integers, got dtype {labels.dtype}.")
     if num_clusters is not None and array.shape[0] < num_clusters:
-        raise ValueError(f"{name} has {array.shape[0]} samples, fewer than the {num_clusters} clusters; use more "
-                         "samples or fewer clusters.")
+        raise ValueError(
+            f"{name} has {array.shape[0]} samples, fewer than the {num_clusters} clusters; use more "
+            "samples or fewer clusters."
+        )
     return array
 
 

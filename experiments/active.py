@@ -34,11 +34,18 @@ from experiments.config_flags import config_from_flags, define_flags
 
 FLAGS = flags.FLAGS
 define_flags(ActiveSchedule)
-flags.DEFINE_list("strategies", ["anchor", "random", "uncertain", "explore", "consolidate", "disagree"],
-                  "Strategies of dcgmm_tf.active to compare (the first, anchor by default, is the one "
-                  "--suggest_pairs uses).")
-flags.DEFINE_integer("suggest_pairs", 0, "Instead of the curves: train on the given constraints and write this "
-                     "many pairs to ask about to --output_pairs (with the first of --strategies).", lower_bound=0)
+flags.DEFINE_list(
+    "strategies",
+    ["anchor", "random", "uncertain", "explore", "consolidate", "disagree"],
+    "Strategies of dcgmm_tf.active to compare (the first, anchor by default, is the one --suggest_pairs uses).",
+)
+flags.DEFINE_integer(
+    "suggest_pairs",
+    0,
+    "Instead of the curves: train on the given constraints and write this "
+    "many pairs to ask about to --output_pairs (with the first of --strategies).",
+    lower_bound=0,
+)
 flags.DEFINE_string("output_pairs", None, "CSV written by --suggest_pairs.")
 
 CURVE_COLUMNS = ("strategy", "seed", "num_pairs", "acc", "nmi", "ari")
@@ -51,12 +58,14 @@ def schedule_key(schedule: ActiveSchedule) -> str:
     fields = dataclasses.asdict(schedule)
     if not fields["final_epochs"]:  # the key of curves written before the field existed
         del fields["final_epochs"]
-    return settings_hash({k: [str(v) for v in value] if isinstance(value, tuple) else value
-                          for k, value in fields.items()})
+    return settings_hash(
+        {k: [str(v) for v in value] if isinstance(value, tuple) else value for k, value in fields.items()}
+    )
 
 
-def curves(config: RunConfig, runtime: RuntimeConfig, schedule: ActiveSchedule, strategies: Sequence[str],
-           runs: int = 1):
+def curves(
+    config: RunConfig, runtime: RuntimeConfig, schedule: ActiveSchedule, strategies: Sequence[str], runs: int = 1
+):
     """The curves of ``strategies`` for seeds ``config.seed`` .. + ``runs`` - 1 into ``<output_dir>/curves.csv``
     (finished curves of the same settings are skipped) and ``curves.png``; returns every curve of these settings."""
     from dcgmm_tf.active_loop import simulate
@@ -71,8 +80,11 @@ def curves(config: RunConfig, runtime: RuntimeConfig, schedule: ActiveSchedule, 
     last = schedule.budgets[-1]
     for r in range(runs):
         seed_config = dataclasses.replace(config, seed=config.seed + r)
-        todo = [s for s in strategies if not results.has_row(
-            csv_path, {"strategy": s, "seed": seed_config.seed, "num_pairs": last, **settings})]
+        todo = [
+            s
+            for s in strategies
+            if not results.has_row(csv_path, {"strategy": s, "seed": seed_config.seed, "num_pairs": last, **settings})
+        ]
         if not todo:
             logging.info("seed %d: every curve is already in %s", seed_config.seed, csv_path)
             continue
@@ -88,8 +100,11 @@ def curves(config: RunConfig, runtime: RuntimeConfig, schedule: ActiveSchedule, 
         return rows
     rows = rows[(rows["config"] == settings["config"]) & (rows["schedule"] == settings["schedule"])]
     rows = rows.drop_duplicates(["strategy", "seed", "num_pairs"], keep="last")
-    plots.plot_curves(rows, output_dir / "curves.png",
-                      f"{config.method} on {data.name}: active pair selection ({rows['seed'].nunique()} seeds)")
+    plots.plot_curves(
+        rows,
+        output_dir / "curves.png",
+        f"{config.method} on {data.name}: active pair selection ({rows['seed'].nunique()} seeds)",
+    )
     return rows
 
 
@@ -105,8 +120,15 @@ def suggest(config: RunConfig, runtime: RuntimeConfig, strategy: str, num_pairs:
     data = load_dataset(config.dataset, runtime.data_dir, image_size=config.image_size)
     run = prepare_run(config, data, run_dir=run_dir_of(config, data.name, runtime))
     trained = train_prepared(config, run, runtime)
-    pairs = suggest_pairs(trained.model, run.inputs.x_train, run.constraints, num_pairs, strategy,
-                          seed=config.seed, batch_size=runtime.eval_batch_size)
+    pairs = suggest_pairs(
+        trained.model,
+        run.inputs.x_train,
+        run.constraints,
+        num_pairs,
+        strategy,
+        seed=config.seed,
+        batch_size=runtime.eval_batch_size,
+    )
     text = "i,j,weight\n" + "".join(f"{i},{j},\n" for i, j in pairs)
     write_atomically(Path(output), lambda tmp: Path(tmp).write_text(text))
     return len(pairs)
@@ -123,12 +145,16 @@ def main(argv):
         if not FLAGS.output_pairs:
             raise ValueError("--suggest_pairs needs --output_pairs, the CSV to write the pairs to")
         written = suggest(config, runtime, FLAGS.strategies[0], FLAGS.suggest_pairs, FLAGS.output_pairs)
-        print(f"{written} pairs to answer written to {FLAGS.output_pairs}: fill the weight column with +1 "
-              f"(same group) or -1 (different), then train with --constraints_file and --alpha", file=sys.stdout)
+        print(
+            f"{written} pairs to answer written to {FLAGS.output_pairs}: fill the weight column with +1 "
+            f"(same group) or -1 (different), then train with --constraints_file and --alpha",
+            file=sys.stdout,
+        )
         return
     rows = curves(config, runtime, schedule, FLAGS.strategies, FLAGS.runs)
-    print(rows.groupby(["strategy", "num_pairs"])[["acc", "nmi", "ari"]].agg(["mean", "std"]).to_string(),
-          file=sys.stdout)
+    print(
+        rows.groupby(["strategy", "num_pairs"])[["acc", "nmi", "ari"]].agg(["mean", "std"]).to_string(), file=sys.stdout
+    )
 
 
 if __name__ == "__main__":

@@ -34,8 +34,12 @@ def define_flags(config_class: type, flag_values: flags.FlagValues = flags.FLAGS
             flags.DEFINE_string(name, default, meta["help"], **args)
         if meta.get("rule") is not None:
             check, text = meta["rule"]
-            flags.register_validator(name, lambda v, check=check, default=default: _holds(check, v, default),
-                                     message=f"--{name} must be {text}.", flag_values=flag_values)
+            flags.register_validator(
+                name,
+                lambda v, check=check, default=default: _holds(check, v, default),
+                message=f"--{name} must be {text}.",
+                flag_values=flag_values,
+            )
 
 
 def _holds(check: Any, flag_value: Any, default: Any) -> bool:
@@ -54,8 +58,9 @@ def _value(flag_value: Any, default: Any) -> Any:
     return flag_value
 
 
-def config_from_flags(config_class: type[Config], flag_values: flags.FlagValues = flags.FLAGS,
-                      **overrides: Any) -> Config:
+def config_from_flags(
+    config_class: type[Config], flag_values: flags.FlagValues = flags.FLAGS, **overrides: Any
+) -> Config:
     """An instance of ``config_class`` from the parsed flags of its fields, with ``overrides`` on top."""
     values = {f.name: _value(flag_values[f.name].value, f.default) for f in dataclasses.fields(config_class)}
     return config_class(**{**values, **overrides})

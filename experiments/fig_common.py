@@ -45,8 +45,7 @@ def figure_configs(figure: str, flag_values: flags.FlagValues) -> tuple[RunConfi
     config, runtime = run.configs(flag_values)
     configure(runtime)
     work_dir = Path(flag_values.work_dir) if flag_values.work_dir else REPO / "results" / figure
-    return (config, dataclasses.replace(runtime, output_dir=str(work_dir)), Path(runtime.output_dir),
-            flag_values.runs)
+    return (config, dataclasses.replace(runtime, output_dir=str(work_dir)), Path(runtime.output_dir), flag_values.runs)
 
 
 def available_methods(requested: Sequence[str]) -> list[str]:
@@ -64,20 +63,30 @@ def schedule_note(config: RunConfig, runs: int) -> str:
     """One line stating the training schedule, for plot titles and logs."""
     n = config.max_train_samples or "all"
     if config.method in ("sdec", "cidec"):
-        return (f"{n} training samples, {config.layer_pretrain_epochs} epochs per layer + {config.finetune_epochs} "
-                f"fine-tuning epochs of autoencoder pretraining, at most {config.epochs} clustering epochs")
-    return (f"{n} training samples, {config.pretrain_epochs} pretraining + {config.epochs} training epochs, "
-            f"{runs} run(s), {config.architecture} networks")
+        return (
+            f"{n} training samples, {config.layer_pretrain_epochs} epochs per layer + {config.finetune_epochs} "
+            f"fine-tuning epochs of autoencoder pretraining, at most {config.epochs} clustering epochs"
+        )
+    return (
+        f"{n} training samples, {config.pretrain_epochs} pretraining + {config.epochs} training epochs, "
+        f"{runs} run(s), {config.architecture} networks"
+    )
 
 
-def sweep(configs: Sequence[RunConfig], data: Dataset, runtime: RuntimeConfig, csv_path: Path,
-          runs_per_config: int) -> pd.DataFrame:
+def sweep(
+    configs: Sequence[RunConfig], data: Dataset, runtime: RuntimeConfig, csv_path: Path, runs_per_config: int
+) -> pd.DataFrame:
     """Runs every config for seeds ``config.seed`` .. + ``runs_per_config`` - 1, appending rows (with a
     ``schedule`` column) to ``csv_path``; finished runs are skipped (``experiments.runs``). Returns all rows."""
     for config in configs:
         for seed in range(config.seed, config.seed + runs_per_config):
-            runs.run_once(dataclasses.replace(config, seed=seed), data, runtime, csv_path,
-                          extra={"schedule": schedule_note(config, runs_per_config)})
+            runs.run_once(
+                dataclasses.replace(config, seed=seed),
+                data,
+                runtime,
+                csv_path,
+                extra={"schedule": schedule_note(config, runs_per_config)},
+            )
     return results.read_rows(csv_path)
 
 
@@ -95,14 +104,22 @@ def plot_metrics(rows: pd.DataFrame, x: str, xlabel: str, path: Path, title: str
     for ax, (metric, label) in zip(axes[0], METRIC_LABELS.items()):
         for method, group in rows.groupby("method", sort=True):
             stats = group.groupby(x)[metric].agg(["mean", "std"]).reset_index()
-            ax.errorbar(stats[x], stats["mean"], yerr=stats["std"].fillna(0), marker="o", capsize=3,
-                        label=plots.METHOD_NAMES.get(method, method))
+            ax.errorbar(
+                stats[x],
+                stats["mean"],
+                yerr=stats["std"].fillna(0),
+                marker="o",
+                capsize=3,
+                label=plots.METHOD_NAMES.get(method, method),
+            )
         ax.set_xlabel(xlabel)
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     axes[0][0].legend()
-    schedules = [f"{plots.METHOD_NAMES.get(m, m)}: {'; '.join(sorted(set(g['schedule'])))}"
-                 for m, g in rows.groupby("method", sort=True)]
+    schedules = [
+        f"{plots.METHOD_NAMES.get(m, m)}: {'; '.join(sorted(set(g['schedule'])))}"
+        for m, g in rows.groupby("method", sort=True)
+    ]
     fig.suptitle("\n".join([title, *schedules]), fontsize=9)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -124,9 +141,11 @@ def image_grid(images: np.ndarray) -> np.ndarray:
 
 def trained_model(config: RunConfig, data: Dataset, runtime: RuntimeConfig):
     """The model that `sweep` trained (and saved) for ``config``, loaded for inference."""
-    return load_model(run_dir_of(config, data.name, runtime) / "model.keras",
-                      "delete the figure's results.csv (or that run's row) to train it again, or pass the --work_dir "
-                      "of the earlier run")
+    return load_model(
+        run_dir_of(config, data.name, runtime) / "model.keras",
+        "delete the figure's results.csv (or that run's row) to train it again, or pass the --work_dir "
+        "of the earlier run",
+    )
 
 
 def load_model(path: str | Path, remedy: str):

@@ -21,28 +21,46 @@ from dcgmm_tf.validation import exit_on_user_error
 from experiments import fig_common
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("methods", ["dcgmm", "cidec"], "Methods to compare (run.py --method values).",
-                  allow_override=True)  # a flag of several runners; one process runs one of them
-flags.DEFINE_list("fractions", ["0.1", "0.25", "0.5", "0.75", "1.0"],
-                  "Numbers of constraints as fractions of N, the number of training samples.")
+flags.DEFINE_list(
+    "methods", ["dcgmm", "cidec"], "Methods to compare (run.py --method values).", allow_override=True
+)  # a flag of several runners; one process runs one of them
+flags.DEFINE_list(
+    "fractions",
+    ["0.1", "0.25", "0.5", "0.75", "1.0"],
+    "Numbers of constraints as fractions of N, the number of training samples.",
+)
 
 FIGURE = "constraints"
 
 
-def constraints_figure(config: RunConfig, runtime: RuntimeConfig, output_dir: Path, runs: int,
-                       methods: Sequence[str], fractions: Sequence[float]) -> pd.DataFrame:
+def constraints_figure(
+    config: RunConfig,
+    runtime: RuntimeConfig,
+    output_dir: Path,
+    runs: int,
+    methods: Sequence[str],
+    fractions: Sequence[float],
+) -> pd.DataFrame:
     """Runs ``methods`` with each fraction of N constraints (``runs`` seeds each; finished runs are skipped), plots
     ``<output_dir>/constraints.png`` and returns the rows of ``config.epochs``."""
     from dcgmm_tf.data import load_dataset
 
     data = load_dataset(config.dataset, runtime.data_dir, image_size=config.image_size)
     n = fig_common.training_sample_count(data, config)
-    configs = [dataclasses.replace(config, method=method, num_constraints=int(round(f * n)), q=0.0)
-               for method in fig_common.available_methods(methods) for f in fractions]
+    configs = [
+        dataclasses.replace(config, method=method, num_constraints=int(round(f * n)), q=0.0)
+        for method in fig_common.available_methods(methods)
+        for f in fractions
+    ]
     rows = fig_common.sweep(configs, data, runtime, output_dir / "results.csv", runs)
     rows = rows[rows["epochs"] == config.epochs]
-    fig_common.plot_metrics(rows, "num_pairs", f"number of constraints (N = {n})", output_dir / f"{FIGURE}.png",
-                            f"{data.name}: clustering vs number of constraints")
+    fig_common.plot_metrics(
+        rows,
+        "num_pairs",
+        f"number of constraints (N = {n})",
+        output_dir / f"{FIGURE}.png",
+        f"{data.name}: clustering vs number of constraints",
+    )
     return rows
 
 

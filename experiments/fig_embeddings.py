@@ -26,11 +26,15 @@ from dcgmm_tf.validation import exit_on_user_error
 from experiments import fig_common, plots
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("methods", ["vade", "dcgmm"], "Methods whose embeddings are shown, left to right.",
-                  allow_override=True)  # a flag of several runners; one process runs one of them
-flags.DEFINE_float("constraint_fraction", 0.0,
-                   "If > 0, DC-GMM gets this many constraints per training sample (faces: 2, i.e. 2N) instead of "
-                   "--num_constraints.", allow_override=True)
+flags.DEFINE_list(
+    "methods", ["vade", "dcgmm"], "Methods whose embeddings are shown, left to right.", allow_override=True
+)  # a flag of several runners; one process runs one of them
+flags.DEFINE_float(
+    "constraint_fraction",
+    0.0,
+    "If > 0, DC-GMM gets this many constraints per training sample (faces: 2, i.e. 2N) instead of --num_constraints.",
+    allow_override=True,
+)
 
 FIGURE = "embeddings"
 
@@ -52,11 +56,13 @@ def plot(frame: pd.DataFrame, scores: pd.DataFrame, path: Path, title: str) -> N
     fig, axes = plt.subplots(1, len(methods), figsize=(4.6 * len(methods), 4.4), squeeze=False)
     for ax, method in zip(axes[0], methods):
         part = frame[frame["method"] == method]
-        points = ax.scatter(part["pc1"], part["pc2"], c=part["label"], cmap="tab10", s=3, alpha=0.6,
-                            rasterized=True)
+        points = ax.scatter(part["pc1"], part["pc2"], c=part["label"], cmap="tab10", s=3, alpha=0.6, rasterized=True)
         score = scores[scores["method"] == method].iloc[-1]
-        ax.set_title(f"{plots.METHOD_NAMES.get(method, method)}: ACC {score['acc']:.2f}, NMI {score['nmi']:.2f}, "
-                     f"ARI {score['ari']:.2f}", fontsize=9)
+        ax.set_title(
+            f"{plots.METHOD_NAMES.get(method, method)}: ACC {score['acc']:.2f}, NMI {score['nmi']:.2f}, "
+            f"ARI {score['ari']:.2f}",
+            fontsize=9,
+        )
         ax.set_xlabel("PC 1")
         ax.set_ylabel("PC 2")
     handles, labels = points.legend_elements()
@@ -68,8 +74,14 @@ def plot(frame: pd.DataFrame, scores: pd.DataFrame, path: Path, title: str) -> N
     plt.close(fig)
 
 
-def embeddings_figure(config: RunConfig, runtime: RuntimeConfig, output_dir: Path, runs: int,
-                      methods: Sequence[str], constraint_fraction: float = 0.0) -> pd.DataFrame:
+def embeddings_figure(
+    config: RunConfig,
+    runtime: RuntimeConfig,
+    output_dir: Path,
+    runs: int,
+    methods: Sequence[str],
+    constraint_fraction: float = 0.0,
+) -> pd.DataFrame:
     """Trains each method (``constraint_fraction`` N constraints if > 0), writes ``embeddings.csv`` and
     ``embeddings.png`` of the test split of ``config.seed`` to ``output_dir``; returns that seed's rows."""
     from dcgmm_tf.data import load_dataset
@@ -85,14 +97,27 @@ def embeddings_figure(config: RunConfig, runtime: RuntimeConfig, output_dir: Pat
     frames = []
     for method_config in configs:
         coords, clusters = project(fig_common.trained_model(method_config, data, runtime), x_test)
-        frames.append(pd.DataFrame({"method": method_config.method, "pc1": coords[:, 0], "pc2": coords[:, 1],
-                                    "label": y_test, "cluster": clusters}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "method": method_config.method,
+                    "pc1": coords[:, 0],
+                    "pc2": coords[:, 1],
+                    "label": y_test,
+                    "cluster": clusters,
+                }
+            )
+        )
     frame = pd.concat(frames, ignore_index=True)
     frame.to_csv(output_dir / "embeddings.csv", index=False, float_format="%.5g")
     scores = rows[(rows["seed"] == config.seed) & (rows["epochs"] == config.epochs)]
-    plot(frame, scores, output_dir / f"{FIGURE}.png",
-         f"{data.name}: PCA of the test embeddings ({len(x_test)} samples, DC-GMM with "
-         f"{config.num_constraints} constraints)\n{fig_common.schedule_note(config, runs)}")
+    plot(
+        frame,
+        scores,
+        output_dir / f"{FIGURE}.png",
+        f"{data.name}: PCA of the test embeddings ({len(x_test)} samples, DC-GMM with "
+        f"{config.num_constraints} constraints)\n{fig_common.schedule_note(config, runs)}",
+    )
     return scores
 
 

@@ -23,28 +23,42 @@ from dcgmm_tf.validation import exit_on_user_error
 from experiments import fig_common
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("methods", ["dcgmm", "cidec"], "Methods to compare (run.py --method values).",
-                  allow_override=True)  # a flag of several runners; one process runs one of them
+flags.DEFINE_list(
+    "methods", ["dcgmm", "cidec"], "Methods to compare (run.py --method values).", allow_override=True
+)  # a flag of several runners; one process runs one of them
 flags.DEFINE_list("noise_levels", ["0.1", "0.2", "0.3"], "Values of q, the probability of flipping a link.")
-flags.DEFINE_float("constraint_fraction", 1.0, "Number of constraints as a fraction of N (paper: 1).",
-                   allow_override=True)
-flags.DEFINE_list("cidec_noise_penalties", ["0.01", "0.005", "0.001"],
-                  "C-IDEC's must-link and cannot-link penalty for each noise level (the paper's grid-searched "
-                  "values); empty: run.py's --cidec_ml_penalty and --cidec_cl_penalty.")
+flags.DEFINE_float(
+    "constraint_fraction", 1.0, "Number of constraints as a fraction of N (paper: 1).", allow_override=True
+)
+flags.DEFINE_list(
+    "cidec_noise_penalties",
+    ["0.01", "0.005", "0.001"],
+    "C-IDEC's must-link and cannot-link penalty for each noise level (the paper's grid-searched "
+    "values); empty: run.py's --cidec_ml_penalty and --cidec_cl_penalty.",
+)
 
 FIGURE = "noise"
 
 
-def noise_figure(config: RunConfig, runtime: RuntimeConfig, output_dir: Path, runs: int, methods: Sequence[str],
-                 noise_levels: Sequence[float], constraint_fraction: float,
-                 cidec_penalties: Sequence[float] = ()) -> pd.DataFrame:
+def noise_figure(
+    config: RunConfig,
+    runtime: RuntimeConfig,
+    output_dir: Path,
+    runs: int,
+    methods: Sequence[str],
+    noise_levels: Sequence[float],
+    constraint_fraction: float,
+    cidec_penalties: Sequence[float] = (),
+) -> pd.DataFrame:
     """Runs ``methods`` with ``constraint_fraction`` N constraints at each noise level (C-IDEC with the penalty of
     that level, if given), plots ``<output_dir>/noise.png`` and returns the rows of this setting."""
     from dcgmm_tf.data import load_dataset
 
     if cidec_penalties and len(cidec_penalties) != len(noise_levels):
-        raise ValueError(f"--cidec_noise_penalties needs one value per noise level, got {list(cidec_penalties)} for "
-                         f"{list(noise_levels)}")
+        raise ValueError(
+            f"--cidec_noise_penalties needs one value per noise level, got {list(cidec_penalties)} for "
+            f"{list(noise_levels)}"
+        )
     data = load_dataset(config.dataset, runtime.data_dir, image_size=config.image_size)
     num_constraints = int(round(constraint_fraction * fig_common.training_sample_count(data, config)))
     configs = []
@@ -56,16 +70,25 @@ def noise_figure(config: RunConfig, runtime: RuntimeConfig, output_dir: Path, ru
             configs.append(dataclasses.replace(config, **setting))
     rows = fig_common.sweep(configs, data, runtime, output_dir / "results.csv", runs)
     rows = rows[(rows["epochs"] == config.epochs) & (rows["num_pairs"] == num_constraints)]
-    fig_common.plot_metrics(rows, "q", "noise level q", output_dir / f"{FIGURE}.png",
-                            f"{data.name}: {num_constraints} noisy constraints")
+    fig_common.plot_metrics(
+        rows, "q", "noise level q", output_dir / f"{FIGURE}.png", f"{data.name}: {num_constraints} noisy constraints"
+    )
     return rows
 
 
 def main(argv):
     del argv
     config, runtime, output_dir, runs = fig_common.figure_configs(FIGURE, FLAGS)
-    rows = noise_figure(config, runtime, output_dir, runs, FLAGS.methods, [float(q) for q in FLAGS.noise_levels],
-                        FLAGS.constraint_fraction, [float(p) for p in FLAGS.cidec_noise_penalties])
+    rows = noise_figure(
+        config,
+        runtime,
+        output_dir,
+        runs,
+        FLAGS.methods,
+        [float(q) for q in FLAGS.noise_levels],
+        FLAGS.constraint_fraction,
+        [float(p) for p in FLAGS.cidec_noise_penalties],
+    )
     print(rows.groupby(["method", "q"])[["acc", "nmi", "ari", "alpha"]].mean().to_string(), file=sys.stdout)
 
 

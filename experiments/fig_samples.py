@@ -38,10 +38,14 @@ def cluster_table(clusters: np.ndarray, labels: np.ndarray, num_clusters: int) -
     rows, cols = linear_sum_assignment(-counts)
     matched = dict(zip(rows, cols))
     sizes = counts.sum(1)
-    table = pd.DataFrame({"cluster": np.arange(num_clusters),
-                          "matched_label": [matched[k] for k in range(num_clusters)],
-                          "test_samples": sizes,
-                          "purity": np.where(sizes > 0, counts.max(1) / np.maximum(sizes, 1), np.nan)})
+    table = pd.DataFrame(
+        {
+            "cluster": np.arange(num_clusters),
+            "matched_label": [matched[k] for k in range(num_clusters)],
+            "test_samples": sizes,
+            "purity": np.where(sizes > 0, counts.max(1) / np.maximum(sizes, 1), np.nan),
+        }
+    )
     return table.sort_values("matched_label", kind="stable").reset_index(drop=True)
 
 
@@ -66,10 +70,14 @@ def plot(images: np.ndarray, table: pd.DataFrame, path: Path, title: str) -> Non
     fig, ax = plt.subplots(figsize=(0.8 * cols + 1.6, 0.8 * rows + 0.8))
     ax.imshow(grid[..., 0] if c == 1 else grid, cmap="gray" if c == 1 else None, vmin=0, vmax=1)
     ax.set_xticks([w / 2, w * (cols + 1) / 2], ["cluster mean", "samples from the cluster"], fontsize=8)
-    ax.set_yticks([h * (r + 0.5) for r in range(rows)],
-                  [f"cluster {k}: label {m} ({p:.0%})" if size else f"cluster {k}: empty on test"
-                   for k, m, p, size in zip(table["cluster"], table["matched_label"], table["purity"],
-                                            table["test_samples"])], fontsize=7)
+    ax.set_yticks(
+        [h * (r + 0.5) for r in range(rows)],
+        [
+            f"cluster {k}: label {m} ({p:.0%})" if size else f"cluster {k}: empty on test"
+            for k, m, p, size in zip(table["cluster"], table["matched_label"], table["purity"], table["test_samples"])
+        ],
+        fontsize=7,
+    )
     ax.axvline(w - 0.5, color="red", linewidth=1)
     ax.set_title(title, fontsize=8)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -77,8 +85,14 @@ def plot(images: np.ndarray, table: pd.DataFrame, path: Path, title: str) -> Non
     plt.close(fig)
 
 
-def samples_figure(config: RunConfig, runtime: RuntimeConfig, output_dir: Path, runs: int,
-                   model_path: str | None = None, samples_per_cluster: int = 8) -> pd.DataFrame:
+def samples_figure(
+    config: RunConfig,
+    runtime: RuntimeConfig,
+    output_dir: Path,
+    runs: int,
+    model_path: str | None = None,
+    samples_per_cluster: int = 8,
+) -> pd.DataFrame:
     """Draws the cluster means and samples of the DC-GMM of ``model_path`` (or of one trained with ``config``) into
     ``<output_dir>/samples.png``; writes and returns the cluster table (matched label, size, purity)."""
     from dcgmm_tf.data import load_dataset
@@ -102,8 +116,7 @@ def samples_figure(config: RunConfig, runtime: RuntimeConfig, output_dir: Path, 
     output_dir.mkdir(parents=True, exist_ok=True)
     table.to_csv(output_dir / "clusters.csv", index=False, float_format="%.4f")
     images = generate(model, table["cluster"].to_numpy(), samples_per_cluster, data.image_shape, config.seed)
-    plot(images, table, output_dir / f"{FIGURE}.png",
-         f"{data.name}: DC-GMM cluster means and samples\n{source}")
+    plot(images, table, output_dir / f"{FIGURE}.png", f"{data.name}: DC-GMM cluster means and samples\n{source}")
     return table
 
 

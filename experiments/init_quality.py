@@ -25,8 +25,12 @@ flags.DEFINE_string("dataset", "fashion", "Data set name or .npz path (as in run
 flags.DEFINE_string("data_dir", None, "Directory searched first for data files.")
 flags.DEFINE_list("seeds", ["0"], "Pretraining seeds.")
 flags.DEFINE_list("pretrain_epochs", ["10", "30", "60"], "Increasing autoencoder epochs at which to fit the GMMs.")
-flags.DEFINE_enum("pretrain_on", "train", ["train", "train_test"],
-                  "Pretraining images: the training split, or training + test images (the authors' code).")
+flags.DEFINE_enum(
+    "pretrain_on",
+    "train",
+    ["train", "train_test"],
+    "Pretraining images: the training split, or training + test images (the authors' code).",
+)
 flags.DEFINE_list("strategies", ["gmm"], "Start strategies (dcgmm_tf.cluster_init.START_STRATEGIES).")
 flags.DEFINE_integer("gmm_states", 3, "Random states (of the GMMs) per checkpoint and strategy.")
 flags.DEFINE_integer("num_constraints", 6000, "Constraints (drawn with the seed) for the satisfaction column.")
@@ -69,15 +73,23 @@ def main(argv):
             aligned_acc = metrics.cluster_accuracy(y_test, model.predict(x_test, verbose=0).argmax(-1))
             z = model.embed(x_train)
             for strategy, state in ((s, k) for s in FLAGS.strategies for k in range(FLAGS.gmm_states)):
-                start = cluster_start(z, constraints, model.num_clusters, strategy, seed=state,
-                                      min_variance=2 * model.min_variance)
+                start = cluster_start(
+                    z, constraints, model.num_clusters, strategy, seed=state, min_variance=2 * model.min_variance
+                )
                 model.set_cluster_parameters(start.means, start.variances)
-                row = {"dataset": data.name, "seed": seed, "pretrain_on": FLAGS.pretrain_on, "pretrain_epochs": total,
-                       "strategy": strategy, "gmm_state": state,
-                       "test_acc": metrics.cluster_accuracy(y_test, model.predict(x_test, verbose=0).argmax(-1)),
-                       "constraint_satisfaction": metrics.constraint_satisfaction(
-                           constraints, model.predict(x_train, verbose=0).argmax(-1)),
-                       "label_aligned_test_acc": aligned_acc}
+                row = {
+                    "dataset": data.name,
+                    "seed": seed,
+                    "pretrain_on": FLAGS.pretrain_on,
+                    "pretrain_epochs": total,
+                    "strategy": strategy,
+                    "gmm_state": state,
+                    "test_acc": metrics.cluster_accuracy(y_test, model.predict(x_test, verbose=0).argmax(-1)),
+                    "constraint_satisfaction": metrics.constraint_satisfaction(
+                        constraints, model.predict(x_train, verbose=0).argmax(-1)
+                    ),
+                    "label_aligned_test_acc": aligned_acc,
+                }
                 results.append_row(output, row)
                 print(row, flush=True)
 

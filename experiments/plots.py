@@ -30,8 +30,11 @@ def plot_history(history: pd.DataFrame, path: Path, title: str) -> None:
     plt = _pyplot()
     x_name = next((c for c in ("epoch", "iteration") if c in history), None)
     x = history[x_name] + (1 if x_name == "epoch" else 0) if x_name else pd.Series(np.arange(1, len(history) + 1))
-    terms = [c for c in history.select_dtypes("number").columns
-             if c not in (x_name, "elapsed_seconds", *TEST_METRICS) and history[c].notna().any()]
+    terms = [
+        c
+        for c in history.select_dtypes("number").columns
+        if c not in (x_name, "elapsed_seconds", *TEST_METRICS) and history[c].notna().any()
+    ]
     terms.sort(key=lambda c: LOSS_TERMS.index(c) if c in LOSS_TERMS else len(LOSS_TERMS))
     tests = [c for c in TEST_METRICS if c in history and history[c].notna().any()]
     panels = len(terms) + bool(tests)
@@ -57,8 +60,7 @@ def plot_history(history: pd.DataFrame, path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def plot_confusion(matrix: np.ndarray, classes: Sequence[str], clusters: Sequence[int], path: Path,
-                   title: str) -> None:
+def plot_confusion(matrix: np.ndarray, classes: Sequence[str], clusters: Sequence[int], path: Path, title: str) -> None:
     """The test confusion matrix [class, cluster] (clusters ordered by their matched class), counts in the cells."""
     plt = _pyplot()
     size = 1.2 + 0.45 * max(matrix.shape)
@@ -71,8 +73,7 @@ def plot_confusion(matrix: np.ndarray, classes: Sequence[str], clusters: Sequenc
     if matrix.size <= 400:
         limit = matrix.max() / 2
         for (r, c), count in np.ndenumerate(matrix):
-            ax.text(c, r, str(count), ha="center", va="center", fontsize=6,
-                    color="white" if count > limit else "black")
+            ax.text(c, r, str(count), ha="center", va="center", fontsize=6, color="white" if count > limit else "black")
     fig.colorbar(image, ax=ax, fraction=0.046)
     ax.set_title(title, fontsize=9)
     fig.tight_layout()

@@ -32,9 +32,11 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 def _header(line: list[str], path: Path) -> list[str]:
     """The column names of a results file, or ValueError when its first line is not a header written here."""
     if not line or not all(_NAME.match(name) for name in line) or len(set(line)) != len(line):
-        raise ValueError(f"{path} does not start with a header line of column names (it starts with "
-                         f"{','.join(line)[:60]!r}): it was not written by this program or is damaged; move it "
-                         "away or write to another --output_dir")
+        raise ValueError(
+            f"{path} does not start with a header line of column names (it starts with "
+            f"{','.join(line)[:60]!r}): it was not written by this program or is damaged; move it "
+            "away or write to another --output_dir"
+        )
     return line
 
 
@@ -97,8 +99,12 @@ def append_row(path: str | os.PathLike, row: dict) -> None:
             row = {old_names.get(c, c): value for c, value in row.items()}
             dropped = [c for c in row if c not in columns]
             if dropped:
-                logging.warning("%s has no column(s) %s: their values are not written (%s); use another "
-                                "--output_dir to keep them", path, dropped, {c: row[c] for c in dropped})
+                logging.warning(
+                    "%s has no column(s) %s: their values are not written (%s); use another --output_dir to keep them",
+                    path,
+                    dropped,
+                    {c: row[c] for c in dropped},
+                )
             if os.pread(fd, 1, size - 1) != b"\n":  # a partial line left by some other writer: start a new one
                 buffer.write("\n")
         writer.writerow([row.get(c, "") for c in columns])
@@ -117,8 +123,10 @@ def require_columns(path: str | os.PathLike, columns: tuple[str, ...]) -> None:
 def _check_columns(header: list[str], columns: tuple[str, ...], path: str | os.PathLike) -> None:
     missing = [c for c in columns if header and c not in header]
     if missing:
-        raise ValueError(f"{path} has no column(s) {missing}: it is not a results file of the runners (a summary or "
-                         "another program's table?); move it away or write to another --output_dir")
+        raise ValueError(
+            f"{path} has no column(s) {missing}: it is not a results file of the runners (a summary or "
+            "another program's table?); move it away or write to another --output_dir"
+        )
 
 
 def has_row(path: str | os.PathLike, match: dict, required: tuple[str, ...] = ()) -> bool:
@@ -152,8 +160,9 @@ def read_rows(path: str | os.PathLike) -> pd.DataFrame:
     return frame.rename(columns={old: new for old, new in RENAMED.items() if new not in frame})
 
 
-def summarise(rows: pd.DataFrame, keys: tuple[str, ...] = ("dataset", "method", "num_pairs", "q", "alpha",
-                                                              "epochs", "config")) -> pd.DataFrame:
+def summarise(
+    rows: pd.DataFrame, keys: tuple[str, ...] = ("dataset", "method", "num_pairs", "q", "alpha", "epochs", "config")
+) -> pd.DataFrame:
     """Mean and standard deviation of each metric over the runs of each configuration (the ``keys`` present)."""
     present = [m for m in METRICS if m in rows]
     grouped = rows.groupby([k for k in keys if k in rows], dropna=False)[present]

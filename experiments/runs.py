@@ -18,8 +18,9 @@ def identity(config: RunConfig, data: Dataset) -> dict[str, Any]:
     return {"dataset": data.name, "method": config.method, "seed": config.seed, "config": config.key()}
 
 
-def run_once(config: RunConfig, data: Dataset, runtime: RuntimeConfig, csv_path: str | Path,
-             extra: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def run_once(
+    config: RunConfig, data: Dataset, runtime: RuntimeConfig, csv_path: str | Path, extra: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
     """Trains and evaluates ``config`` on ``data`` and appends its row (plus ``extra`` columns) to ``csv_path``;
     returns the row, or None without running when the CSV already holds a row of this run (see ``identity``)."""
     done = identity(config, data)
@@ -44,8 +45,10 @@ def plot_run(result: RunResult, data: Dataset, run_dir: Path) -> None:
 
     run_dir.mkdir(parents=True, exist_ok=True)
     row = result.row
-    title = (f"{row['method']} on {row['dataset']}, seed {row['seed']}, {row['num_pairs']} constraints: "
-             f"test ACC {row['acc']:.3f}, NMI {row['nmi']:.3f}, ARI {row['ari']:.3f}")
+    title = (
+        f"{row['method']} on {row['dataset']}, seed {row['seed']}, {row['num_pairs']} constraints: "
+        f"test ACC {row['acc']:.3f}, NMI {row['nmi']:.3f}, ARI {row['ari']:.3f}"
+    )
     history = pd.DataFrame(result.trained.history)
     history_csv = run_dir / "history.csv"  # the whole run, also when it was resumed
     if history_csv.is_file():
@@ -55,5 +58,4 @@ def plot_run(result: RunResult, data: Dataset, run_dir: Path) -> None:
             logging.warning("the history %s is unreadable (%s); plotting this process's epochs only", history_csv, e)
     plots.plot_history(history, run_dir / "history.png", title)
     matrix, classes, clusters = matched_confusion(result.y_test, result.test_clusters)
-    plots.plot_confusion(matrix, [data.class_name(int(c)) for c in classes], clusters, run_dir / "confusion.png",
-                         title)
+    plots.plot_confusion(matrix, [data.class_name(int(c)) for c in classes], clusters, run_dir / "confusion.png", title)

@@ -29,13 +29,13 @@ from experiments import config_flags, plots, run
 FLAGS = flags.FLAGS
 
 flags.DEFINE_list("datasets", ["fashion"], "Data sets of the grid.")
-flags.DEFINE_list("methods", ["vade", "pckmeans", "sdec", "cidec", "dcgmm"], "Methods of the grid.",
-                  allow_override=True)  # a flag of several runners; one process runs one of them
+flags.DEFINE_list(
+    "methods", ["vade", "pckmeans", "sdec", "cidec", "dcgmm"], "Methods of the grid.", allow_override=True
+)  # a flag of several runners; one process runs one of them
 flags.DEFINE_list("overrides", [], "Per-method flag values, as method.flag=value (e.g. sdec.epochs=30).")
 flags.DEFINE_boolean("table_only", False, "Only write the table from the finished runs; run nothing.")
 PAPER_TABLE = Path(__file__).with_name("paper_table1.csv")
-flags.DEFINE_string("paper_table", str(PAPER_TABLE),
-                    "The paper's Table 1 (columns dataset, metric, one per method).")
+flags.DEFINE_string("paper_table", str(PAPER_TABLE), "The paper's Table 1 (columns dataset, metric, one per method).")
 
 PAPER_DATASETS = {"mnist": "mnist", "fashion_mnist": "fashion", "reuters": "reuters", "stl10": "stl10"}
 TABLE_METRICS = ("acc", "nmi", "ari")
@@ -69,14 +69,21 @@ def make_table(rows: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
         paper_rows = paper[paper["dataset"] == PAPER_DATASETS.get(dataset, dataset)].set_index("metric")
         for metric in TABLE_METRICS:
             column = plots.METHOD_NAMES.get(method)
-            paper_value = (paper_rows.at[metric, column]
-                           if column in paper_rows and metric in paper_rows.index else "")
-            records.append({"dataset": dataset, "method": method, "metric": metric, "runs": len(group),
-                            "mean": 100 * group[metric].mean(), "std": 100 * group[metric].std(),
-                            "measured": format_cell(group[metric]),
-                            "paper": "" if pd.isna(paper_value) else paper_value,
-                            "epochs": int(group["epochs"].iloc[0]),
-                            "train_seconds": group["train_seconds"].mean()})
+            paper_value = paper_rows.at[metric, column] if column in paper_rows and metric in paper_rows.index else ""
+            records.append(
+                {
+                    "dataset": dataset,
+                    "method": method,
+                    "metric": metric,
+                    "runs": len(group),
+                    "mean": 100 * group[metric].mean(),
+                    "std": 100 * group[metric].std(),
+                    "measured": format_cell(group[metric]),
+                    "paper": "" if pd.isna(paper_value) else paper_value,
+                    "epochs": int(group["epochs"].iloc[0]),
+                    "train_seconds": group["train_seconds"].mean(),
+                }
+            )
     return pd.DataFrame(records)
 
 
@@ -94,13 +101,21 @@ def to_markdown(table: pd.DataFrame) -> str:
     lines += ["", "| Method | Runs | Epochs (max) | Mean wall time per run (s) |", "|---|---|---|---|"]
     for (dataset, method), group in table.groupby(["dataset", "method"], sort=False):
         first = group.iloc[0]
-        lines.append(f"| {dataset} {plots.METHOD_NAMES.get(method, method)} | {first['runs']} | {first['epochs']} | "
-                     f"{first['train_seconds']:.0f} |")
+        lines.append(
+            f"| {dataset} {plots.METHOD_NAMES.get(method, method)} | {first['runs']} | {first['epochs']} | "
+            f"{first['train_seconds']:.0f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
-def table1(method_configs: dict[str, RunConfig], runtime: RuntimeConfig, datasets: Sequence[str], runs_per_cell: int,
-           table_only: bool = False, paper_table: str | Path = PAPER_TABLE) -> pd.DataFrame:
+def table1(
+    method_configs: dict[str, RunConfig],
+    runtime: RuntimeConfig,
+    datasets: Sequence[str],
+    runs_per_cell: int,
+    table_only: bool = False,
+    paper_table: str | Path = PAPER_TABLE,
+) -> pd.DataFrame:
     """Runs every data set x seed x method (each method's config, its seed the first one; finished runs are
     skipped) unless ``table_only``, then writes ``table1.csv`` and ``table1.md`` to ``runtime.output_dir`` next to
     the paper's values and returns the long table."""
@@ -116,8 +131,11 @@ def table1(method_configs: dict[str, RunConfig], runtime: RuntimeConfig, dataset
             for method, method_config in method_configs.items():
                 method_config = dataclasses.replace(method_config, dataset=name, seed=seed)
                 num_constraints = 0 if method == "vade" else method_config.num_constraints
-                wanted.append(dict(zip(RUN_KEY, (data.name, method, seed, num_constraints, method_config.q,
-                                                 method_config.epochs))))
+                wanted.append(
+                    dict(
+                        zip(RUN_KEY, (data.name, method, seed, num_constraints, method_config.q, method_config.epochs))
+                    )
+                )
                 if not table_only:
                     runs.run_once(method_config, data, runtime, path)
     rows = results.read_rows(path)
@@ -125,12 +143,18 @@ def table1(method_configs: dict[str, RunConfig], runtime: RuntimeConfig, dataset
         raise ValueError(f"no finished runs in {path}")
     keys = pd.DataFrame(wanted)
     paper = pd.read_csv(paper_table, dtype=str, keep_default_na=False).replace("", pd.NA)
-    table = make_table(keys.merge(rows.drop_duplicates(list(RUN_KEY)), on=list(RUN_KEY)),
-                       paper.rename(columns={"PCKmeans": "PCKMeans"}))  # the spelling of older tables
+    table = make_table(
+        keys.merge(rows.drop_duplicates(list(RUN_KEY)), on=list(RUN_KEY)),
+        paper.rename(columns={"PCKmeans": "PCKMeans"}),
+    )  # the spelling of older tables
     table.to_csv(Path(runtime.output_dir) / "table1.csv", index=False)
     (Path(runtime.output_dir) / "table1.md").write_text(to_markdown(table))
-    plots.plot_table(table, Path(runtime.output_dir) / "table1.png",
-                     f"Table 1: measured (mean ± std over runs) and the paper's values; {path}", plots.METHOD_NAMES)
+    plots.plot_table(
+        table,
+        Path(runtime.output_dir) / "table1.png",
+        f"Table 1: measured (mean ± std over runs) and the paper's values; {path}",
+        plots.METHOD_NAMES,
+    )
     return table
 
 
@@ -143,8 +167,10 @@ def main(argv):
     unknown = set(overrides) - set(FLAGS.methods)
     if unknown:
         raise ValueError(f"--overrides for methods not in --methods: {sorted(unknown)}")
-    method_configs = {method: config_flags.replaced(config, FLAGS, method=method, **overrides.get(method, {}))
-                      for method in FLAGS.methods}
+    method_configs = {
+        method: config_flags.replaced(config, FLAGS, method=method, **overrides.get(method, {}))
+        for method in FLAGS.methods
+    }
     configure(runtime)
     table = table1(method_configs, runtime, FLAGS.datasets, FLAGS.runs, FLAGS.table_only, FLAGS.paper_table)
     print(to_markdown(table), file=sys.stdout)

@@ -27,8 +27,10 @@ def main(before: Path, after: Path) -> int:
         missing = [c for c in columns if c not in new]
         same = not missing and len(old) == len(new) and old[columns].equals(new[columns])
         extra = sorted(set(new.columns) - set(old.columns))
-        print(f"{path.parent.name:8s} {len(old)} row(s): {'identical' if same else 'DIFFERENT'}"
-              f"{f', new columns {extra}' if extra else ''}{f', missing columns {missing}' if missing else ''}")
+        print(
+            f"{path.parent.name:8s} {len(old)} row(s): {'identical' if same else 'DIFFERENT'}"
+            f"{f', new columns {extra}' if extra else ''}{f', missing columns {missing}' if missing else ''}"
+        )
         if not same and not missing and len(old) == len(new):
             print(old[columns].compare(new[columns]).to_string())
         differ += not same

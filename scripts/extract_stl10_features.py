@@ -42,8 +42,9 @@ def main(argv):
     data_root = searched[0]
     if stl_dir is None:
         if not FLAGS.download:
-            raise FileNotFoundError(f"STL-10 binaries not found (searched: {[str(d) for d in searched]}) and "
-                                    "--nodownload")
+            raise FileNotFoundError(
+                f"STL-10 binaries not found (searched: {[str(d) for d in searched]}) and --nodownload"
+            )
         logging.info("downloading %s into %s", stl10.URL, data_root)
         stl_dir = stl10.download_binaries(data_root)
     images, labels = stl10.read_labelled(stl_dir)

@@ -37,9 +37,13 @@ def toy_npz(directory, num_train, num_test=100):
 def small_model(num_clusters=2, seed=0, hidden=(64, 32)):
     """A DC-GMM for the 20 features of :func:`toy_data` with a small MLP, its initial weights fixed by ``seed``."""
     keras.utils.set_random_seed(seed)
-    return DCGMM((20,), num_clusters=num_clusters, seed=seed,
-                 encoder=MLPEncoder(2, hidden_units=hidden, name="encoder"),
-                 decoder=MLPDecoder(20, hidden_units=hidden[::-1], name="decoder"))
+    return DCGMM(
+        (20,),
+        num_clusters=num_clusters,
+        seed=seed,
+        encoder=MLPEncoder(2, hidden_units=hidden, name="encoder"),
+        decoder=MLPDecoder(20, hidden_units=hidden[::-1], name="decoder"),
+    )
 
 
 def weights_equal(a, b):

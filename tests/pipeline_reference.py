@@ -25,8 +25,14 @@ def split_for_replicas(w: np.ndarray, num_replicas: int) -> list[np.ndarray]:
     return [np.flatnonzero(part == r) for r in range(num_replicas)]
 
 
-def epoch_elements(x: np.ndarray, constraints: ConstraintSet, batch_size: int, rng: np.random.Generator,
-                   layout: str = "separate", num_replicas: int = 1) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def epoch_elements(
+    x: np.ndarray,
+    constraints: ConstraintSet,
+    batch_size: int,
+    rng: np.random.Generator,
+    layout: str = "separate",
+    num_replicas: int = 1,
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """The ``(x_batch, W_batch)`` of one epoch's batches (:func:`epoch_batches`), computed batch by batch.
 
     With ``num_replicas`` R > 1 every batch comes as R consecutive parts, one per replica

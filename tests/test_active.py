@@ -102,10 +102,14 @@ def test_tiny_sets_are_filled_up_and_bad_requests_refused():
     known = ConstraintSet([0], [1], [1.0], 6)
     pairs = active.select_pairs(z, p, known, 14, "uncertain", seed=0)  # every unknown pair of 6 samples
     assert len({tuple(pair) for pair in pairs}) == 14
-    for bad, message in (({"num_pairs": 15}, "num_pairs"), ({"num_pairs": 0}, "num_pairs"),
-                         ({"strategy": "greedy"}, "strategy"), ({"posteriors": p[:5]}, "same N"),
-                         ({"embeddings": z * np.nan}, "finite"),
-                         ({"constraints": ConstraintSet.empty(7)}, "index 7 samples")):
+    for bad, message in (
+        ({"num_pairs": 15}, "num_pairs"),
+        ({"num_pairs": 0}, "num_pairs"),
+        ({"strategy": "greedy"}, "strategy"),
+        ({"posteriors": p[:5]}, "same N"),
+        ({"embeddings": z * np.nan}, "finite"),
+        ({"constraints": ConstraintSet.empty(7)}, "index 7 samples"),
+    ):
         args = dict(embeddings=z, posteriors=p, constraints=known, num_pairs=3, strategy="random") | bad
         with pytest.raises(ValueError, match=message):
             active.select_pairs(**args)

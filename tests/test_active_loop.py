@@ -16,10 +16,8 @@ from tests.helpers import toy_npz
 
 @pytest.fixture(name="toy")
 def fixture_toy(tmp_path):
-    config = RunConfig(dataset=toy_npz(tmp_path, 400), pretrain_epochs=1, latent_dim=2, batch_size=32,
-                       restart_every=2)
-    runtime = RuntimeConfig(verbose=0, output_dir=str(tmp_path / "out"),
-                            cache_dir=str(tmp_path / "cache"))
+    config = RunConfig(dataset=toy_npz(tmp_path, 400), pretrain_epochs=1, latent_dim=2, batch_size=32, restart_every=2)
+    runtime = RuntimeConfig(verbose=0, output_dir=str(tmp_path / "out"), cache_dir=str(tmp_path / "cache"))
     return config, runtime
 
 
@@ -27,8 +25,7 @@ def test_loop_adds_the_pairs_of_each_round_from_one_start(toy):
     config, runtime = toy
     schedule = ActiveSchedule(start_pairs=20, budgets=(40, 70), start_epochs=1, round_epochs=1)
     reported = []
-    rows = simulate(config, load_dataset(config.dataset), ["random", "uncertain"], schedule, runtime,
-                    reported.append)
+    rows = simulate(config, load_dataset(config.dataset), ["random", "uncertain"], schedule, runtime, reported.append)
     frame = pd.DataFrame(rows)
     assert len(reported) == 2 and [len(curve) for curve in reported] == [3, 3]
     assert frame["num_pairs"].tolist() == [20, 40, 70] * 2 and frame["epochs"].tolist() == [1, 2, 3] * 2

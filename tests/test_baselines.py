@@ -91,8 +91,11 @@ def test_pckmeans_reuses_the_must_link_components_of_the_constraint_set(monkeypa
     expected = [np.flatnonzero(direct == c) for c in np.argsort(-sizes, kind="stable") if sizes[c] > 1]
     calls = []
     connected_components = csgraph.connected_components
-    monkeypatch.setattr(csgraph, "connected_components",
-                        lambda *args, **kwargs: calls.append(1) or connected_components(*args, **kwargs))
+    monkeypatch.setattr(
+        csgraph,
+        "connected_components",
+        lambda *args, **kwargs: calls.append(1) or connected_components(*args, **kwargs),
+    )
     hoods = must_link_neighbourhoods(constraints)
     assert [h.tolist() for h in hoods] == [h.tolist() for h in expected]
     PCKMeans(2).fit(x, constraints)
@@ -117,7 +120,7 @@ def test_student_t_assignments_and_target_distribution_match_numpy():
     kernel = (1 + ((z[:, None] - centers[None]) ** 2).sum(-1) / 2.0) ** (-1.5)
     q = kernel / kernel.sum(1, keepdims=True)
     np.testing.assert_allclose(np.exp(numpy_of(dec.student_t_log_assignments(z, centers, alpha=2.0))), q, rtol=1e-6)
-    weight = q ** 2 / q.sum(0)
+    weight = q**2 / q.sum(0)
     np.testing.assert_allclose(dec.target_distribution(q), weight / weight.sum(1, keepdims=True), rtol=1e-5)
 
 
@@ -229,8 +232,10 @@ def test_dec_batches_are_the_pydataset_batches_keras_made_before():
     x = np.arange(50, dtype=np.float32)[:, None] * np.ones((1, 3), np.float32)
     pairs = {"x_i": np.arange(100, 107, dtype=np.float32), "sign": np.ones(7, np.float32)}
     random.seed(4)
-    got = [{k: v.numpy() for k, v in b.items()} for b in dec.shuffled_batches({"x": x}, 16, np.random.default_rng(1),
-                                                                               extra=pairs)]
+    got = [
+        {k: v.numpy() for k, v in b.items()}
+        for b in dec.shuffled_batches({"x": x}, 16, np.random.default_rng(1), extra=pairs)
+    ]
     rng = np.random.default_rng(1)
     order, extra = rng.permutation(50), np.concatenate([rng.permutation(7) for _ in range(2)])
     random.seed(4)
@@ -238,8 +243,8 @@ def test_dec_batches_are_the_pydataset_batches_keras_made_before():
     random.shuffle(sequence)
     assert len(got) == 4
     for batch, b in zip(got, sequence):
-        np.testing.assert_array_equal(batch["x"], x[order[16 * b:16 * (b + 1)]])
-        np.testing.assert_array_equal(batch["x_i"], pairs["x_i"][extra[2 * b:2 * (b + 1)]])
+        np.testing.assert_array_equal(batch["x"], x[order[16 * b : 16 * (b + 1)]])
+        np.testing.assert_array_equal(batch["x_i"], pairs["x_i"][extra[2 * b : 2 * (b + 1)]])
     assert sorted(np.concatenate([b["x"][:, 0] for b in got]).tolist()) == list(range(50))
 
 
@@ -251,8 +256,7 @@ def test_layerwise_pretraining_trains_every_layer_and_uses_the_cache(tmp_path):
     error = lambda: float(np.mean((autoencoder.predict(x, verbose=0) - x) ** 2))  # noqa: E731
     initial = error()
     cache = tmp_path / "ae.weights.h5"
-    assert not pretrain_layerwise(autoencoder, x, layer_epochs=2, finetune_epochs=3, batch_size=20,
-                                  cache_path=cache)
+    assert not pretrain_layerwise(autoencoder, x, layer_epochs=2, finetune_epochs=3, batch_size=20, cache_path=cache)
     assert error() < initial
     assert all(not np.allclose(a, b) for a, b in zip(before, autoencoder.get_weights()))
     clone = StackedAutoencoder(2, latent_dim=2, hidden_units=(8, 8, 8))
@@ -267,9 +271,17 @@ def test_table1_puts_mean_and_std_next_to_the_paper():
 
     from experiments import table1
 
-    rows = pd.DataFrame({"dataset": "fashion_mnist", "method": ["pckmeans", "pckmeans", "cidec"],
-                         "acc": [0.50, 0.60, 0.70], "nmi": 0.5, "ari": 0.4, "epochs": [100, 100, 10],
-                         "train_seconds": [10.0, 20.0, 30.0]})
+    rows = pd.DataFrame(
+        {
+            "dataset": "fashion_mnist",
+            "method": ["pckmeans", "pckmeans", "cidec"],
+            "acc": [0.50, 0.60, 0.70],
+            "nmi": 0.5,
+            "ari": 0.4,
+            "epochs": [100, 100, 10],
+            "train_seconds": [10.0, 20.0, 30.0],
+        }
+    )
     paper = pd.read_csv(table1.flags.FLAGS["paper_table"].default, dtype=str)
     table = table1.make_table(rows, paper).set_index(["method", "metric"])
     assert table.at[("pckmeans", "acc"), "measured"] == "55.0±7.1"
@@ -277,7 +289,8 @@ def test_table1_puts_mean_and_std_next_to_the_paper():
     assert table.at[("cidec", "ari"), "measured"] == "40.0" and table.at[("cidec", "ari"), "paper"] == "52.3±3.0"
     markdown = table1.to_markdown(table.reset_index())
     assert "| fashion_mnist | ACC | 55.0±7.1 | 53.9±2.9 | 70.0 | 68.1±3.0 |" in markdown
-    assert table1.parse_overrides(["sdec.epochs=30", "sdec.dec_tol=0.01"]) == {"sdec": {"epochs": "30",
-                                                                                   "dec_tol": "0.01"}}
+    assert table1.parse_overrides(["sdec.epochs=30", "sdec.dec_tol=0.01"]) == {
+        "sdec": {"epochs": "30", "dec_tol": "0.01"}
+    }
     with pytest.raises(ValueError, match="method.flag=value"):
         table1.parse_overrides(["epochs=30"])

@@ -11,16 +11,19 @@ from dcgmm_tf.networks import MLPDecoder, MLPEncoder
 from dcgmm_tf.optimizers import FusedAdam
 
 
-@pytest.mark.parametrize("name, op_type, part", [
-    ("fused_adam/ResourceApplyAdam", "ResourceApplyAdam", "optimizer"),
-    ("fused_adam_1/Pow", "Pow", "optimizer"),
-    ("encoder_1/dense_0_1/Relu", "_MklNativeFusedMatMul", "layer matmuls"),
-    ("gradient_tape/decoder_1/dense_1/MatMul_1", "_MklMatMul", "layer matmuls"),
-    ("gradient_tape/MatMul/MatMul", "_MklBatchMatMulV2", "backward, other"),
-    ("gradient_tape/encoder_1/dense_0_1/ReluGrad", "ReluGrad", "backward, other"),
-    ("Bernoulli/log_prob/Softplus", "Softplus", "forward, other"),
-    ("fused_adamant/Mul", "Mul", "forward, other"),
-])
+@pytest.mark.parametrize(
+    "name, op_type, part",
+    [
+        ("fused_adam/ResourceApplyAdam", "ResourceApplyAdam", "optimizer"),
+        ("fused_adam_1/Pow", "Pow", "optimizer"),
+        ("encoder_1/dense_0_1/Relu", "_MklNativeFusedMatMul", "layer matmuls"),
+        ("gradient_tape/decoder_1/dense_1/MatMul_1", "_MklMatMul", "layer matmuls"),
+        ("gradient_tape/MatMul/MatMul", "_MklBatchMatMulV2", "backward, other"),
+        ("gradient_tape/encoder_1/dense_0_1/ReluGrad", "ReluGrad", "backward, other"),
+        ("Bernoulli/log_prob/Softplus", "Softplus", "forward, other"),
+        ("fused_adamant/Mul", "Mul", "forward, other"),
+    ],
+)
 def test_categorize(name, op_type, part):
     assert categorize(name, op_type, "fused_adam") == part
 
@@ -34,8 +37,13 @@ def test_profile_of_a_training_step_finds_every_part():
     x_all = np.random.default_rng(0).random((64, 12), dtype=np.float32)
     x, w = pair_batch(x_all, 32)
     assert int(tf.math.count_nonzero(w)) == 32 and np.allclose(w.numpy(), w.numpy().T)
-    model = DCGMM((12,), num_clusters=3, seed=0, encoder=MLPEncoder(2, (16,), name="encoder"),
-                  decoder=MLPDecoder(12, (16,), name="decoder"))
+    model = DCGMM(
+        (12,),
+        num_clusters=3,
+        seed=0,
+        encoder=MLPEncoder(2, (16,), name="encoder"),
+        decoder=MLPDecoder(12, (16,), name="decoder"),
+    )
     model.compile(optimizer=FusedAdam(1e-3))
     step = tf.function(model.train_step)
     step((x, w))
@@ -52,8 +60,10 @@ def test_profile_of_a_training_step_finds_every_part():
 def test_device_check_runs_each_variant_and_reports_the_device():
     from bench.device_check import gpu_names, run_variant, table
 
-    results = [run_variant(precision, xla, batch=32, timed_steps=1, epoch_samples=64, input_dim=12, hidden=(16,))
-               for precision, xla in (("fp32", False), ("fp16", False))]  # XLA: bench/results/device_check.jsonl
+    results = [
+        run_variant(precision, xla, batch=32, timed_steps=1, epoch_samples=64, input_dim=12, hidden=(16,))
+        for precision, xla in (("fp32", False), ("fp16", False))
+    ]  # XLA: bench/results/device_check.jsonl
     for r in results:
         assert "error" not in r, r
         assert r["loss_finite"] and r["epoch_loss_finite"] and r["step_ms"] > 0 and r["epoch_s"] > 0

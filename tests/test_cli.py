@@ -13,15 +13,39 @@ from tests.helpers import toy_data
 
 REPO = Path(__file__).resolve().parents[1]
 FASHION = Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
-COLUMNS = ["dataset", "method", "seed", "num_pairs", "q", "alpha", "epochs", "acc", "nmi", "ari",
-           "constraint_satisfaction", "train_seconds"]
+COLUMNS = [
+    "dataset",
+    "method",
+    "seed",
+    "num_pairs",
+    "q",
+    "alpha",
+    "epochs",
+    "acc",
+    "nmi",
+    "ari",
+    "constraint_satisfaction",
+    "train_seconds",
+]
 
 
 def run_cli(tmp_path, *args):
-    cmd = [sys.executable, "-m", "experiments.run", "--dataset=fashion", "--max_train_samples=1500",
-           "--max_test_samples=500", "--epochs=2", "--pretrain_epochs=1", "--num_constraints=300",
-           "--eval_every=1", "--verbose=0", f"--output_dir={tmp_path / 'out'}", f"--cache_dir={tmp_path / 'cache'}",
-           *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "experiments.run",
+        "--dataset=fashion",
+        "--max_train_samples=1500",
+        "--max_test_samples=500",
+        "--epochs=2",
+        "--pretrain_epochs=1",
+        "--num_constraints=300",
+        "--eval_every=1",
+        "--verbose=0",
+        f"--output_dir={tmp_path / 'out'}",
+        f"--cache_dir={tmp_path / 'cache'}",
+        *args,
+    ]
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
 
 
@@ -59,14 +83,28 @@ def write_toy_npz(tmp_path, n_train=200, n_test=100):
 
 def test_init_quality_writes_one_row_per_checkpoint_and_gmm_state(tmp_path):
     write_toy_npz(tmp_path, 160, 80)
-    cmd = [sys.executable, "-m", "experiments.init_quality", f"--dataset={tmp_path / 'toy.npz'}", "--seeds=0",
-           "--pretrain_epochs=2,1", "--gmm_states=2", "--num_constraints=40", "--pretrain_on=train_test",
-           "--strategies=gmm,latent_class", f"--output_dir={tmp_path / 'out'}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "experiments.init_quality",
+        f"--dataset={tmp_path / 'toy.npz'}",
+        "--seeds=0",
+        "--pretrain_epochs=2,1",
+        "--gmm_states=2",
+        "--num_constraints=40",
+        "--pretrain_on=train_test",
+        "--strategies=gmm,latent_class",
+        f"--output_dir={tmp_path / 'out'}",
+    ]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = pd.read_csv(tmp_path / "out" / "init_quality.csv")
     assert rows["pretrain_epochs"].tolist() == [1] * 4 + [2] * 4 and rows["gmm_state"].tolist() == [0, 1] * 4
     assert rows["strategy"].tolist() == ["gmm", "gmm", "latent_class", "latent_class"] * 2
-    assert rows[["test_acc", "constraint_satisfaction", "label_aligned_test_acc"]].apply(
-        lambda c: c.between(0, 1)).all().all()
+    assert (
+        rows[["test_acc", "constraint_satisfaction", "label_aligned_test_acc"]]
+        .apply(lambda c: c.between(0, 1))
+        .all()
+        .all()
+    )
     assert (rows["pretrain_on"] == "train_test").all()

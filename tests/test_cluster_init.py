@@ -79,8 +79,9 @@ def test_without_constraints_every_strategy_is_the_paper_gmm(strategy):
 
 
 @pytest.mark.parametrize("start", STARTS)
-@pytest.mark.parametrize("num_components, message", [(2, r"num_components \(K'\) must be in \[K=3"),
-                                                     (241, r"must be in \[K=3, N=240\]")])
+@pytest.mark.parametrize(
+    "num_components, message", [(2, r"num_components \(K'\) must be in \[K=3"), (241, r"must be in \[K=3, N=240\]")]
+)
 def test_bad_number_of_components_is_rejected(start, num_components, message):
     z, y = blobs()
     with pytest.raises(ValueError, match=message):
@@ -125,8 +126,9 @@ def test_link_metric_whitens_must_links_and_stretches_what_cannot_links_separate
     # With m = V sqrt(L), V^T A V = I and V^T B V = L: must-link moments become L, cannot-link moments L^2.
     lam = np.diag(d_must.T @ d_must / len(d_must))
     np.testing.assert_allclose(d_must.T @ d_must / len(d_must), np.diag(lam), atol=1e-6 * lam.max())
-    np.testing.assert_allclose(d_cannot.T @ d_cannot / len(d_cannot), np.diag(lam ** 2), rtol=1e-6,
-                               atol=1e-6 * lam.max() ** 2)
+    np.testing.assert_allclose(
+        d_cannot.T @ d_cannot / len(d_cannot), np.diag(lam**2), rtol=1e-6, atol=1e-6 * lam.max() ** 2
+    )
     assert lam.max() > 50 * lam.min()
     assert metrics.cluster_accuracy(y, gmm_start(z @ m, 3, seed=0).assignments) > 0.95
     assert metrics.cluster_accuracy(y, gmm_start(z, 3, seed=0).assignments) < 0.7
@@ -166,9 +168,14 @@ def test_latent_class_restart_from_the_current_clusters_keeps_their_numbering():
 
 def test_init_clusters_sets_the_models_mixture():
     x = np.random.default_rng(0).random((120, 8)).astype(np.float32)
-    model = DCGMM((8,), num_clusters=3, latent_dim=2, seed=0,
-                  encoder=MLPEncoder(2, hidden_units=(16,), name="encoder"),
-                  decoder=MLPDecoder(8, hidden_units=(16,), name="decoder"))
+    model = DCGMM(
+        (8,),
+        num_clusters=3,
+        latent_dim=2,
+        seed=0,
+        encoder=MLPEncoder(2, hidden_units=(16,), name="encoder"),
+        decoder=MLPDecoder(8, hidden_units=(16,), name="decoder"),
+    )
     y = np.arange(120) % 3
     start = init_clusters(model, x, links(y, 60), "latent_class", num_components=6, seed=0)
     np.testing.assert_allclose(model.cluster_means.numpy(), start.means, rtol=1e-5)
@@ -186,20 +193,31 @@ def test_cluster_restart_regroups_the_mixture_every_n_epochs_and_after_the_last(
     y = np.arange(240) % 3
     x = np.clip(0.2 + 0.3 * np.eye(3)[y].repeat(4, axis=1) + rng.normal(0, 0.05, (240, 12)), 0, 1).astype(np.float32)
     constraints = links(y, 100)
-    model = DCGMM((12,), num_clusters=3, latent_dim=2, seed=0,
-                  encoder=MLPEncoder(2, hidden_units=(16,), name="encoder"),
-                  decoder=MLPDecoder(12, hidden_units=(16,), name="decoder"))
+    model = DCGMM(
+        (12,),
+        num_clusters=3,
+        latent_dim=2,
+        seed=0,
+        encoder=MLPEncoder(2, hidden_units=(16,), name="encoder"),
+        decoder=MLPDecoder(12, hidden_units=(16,), name="decoder"),
+    )
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
     restarted = []
 
     class Check(keras.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):
-            expected = cluster_start(model.embed(x), constraints, 3, "merge", 6, seed=7 + epoch + 1,
-                                     min_variance=2 * model.min_variance)
+            expected = cluster_start(
+                model.embed(x), constraints, 3, "merge", 6, seed=7 + epoch + 1, min_variance=2 * model.min_variance
+            )
             restarted.append(np.allclose(model.cluster_means.numpy(), expected.means, rtol=1e-5, atol=1e-6))
 
-    model.fit(constrained_dataset(x, constraints, batch_size=64, seed=0), epochs=5, verbose=0, shuffle=False,
-              callbacks=[ClusterRestart(x, constraints, every=2, strategy="merge", num_components=6, seed=7), Check()])
+    model.fit(
+        constrained_dataset(x, constraints, batch_size=64, seed=0),
+        epochs=5,
+        verbose=0,
+        shuffle=False,
+        callbacks=[ClusterRestart(x, constraints, every=2, strategy="merge", num_components=6, seed=7), Check()],
+    )
     assert restarted == [False, True, False, True, True]  # after epochs 2 and 4, and after the last
     with pytest.raises(ValueError, match="every must be >= 1"):
         ClusterRestart(x, constraints, every=0)

@@ -17,8 +17,13 @@ def test_key_ignores_the_seed_and_follows_every_other_field():
         if field.name == "seed":
             continue
         value = getattr(base, field.name)
-        other = {bool: lambda v: not v, int: lambda v: v + 2, float: lambda v: v + 0.125, str: lambda v: "x",
-                 tuple: lambda v: (*v, 8)}
+        other = {
+            bool: lambda v: not v,
+            int: lambda v: v + 2,
+            float: lambda v: v + 0.125,
+            str: lambda v: "x",
+            tuple: lambda v: (*v, 8),
+        }
         changed = other[type(value)](value) if value is not None else {"alpha": 5.0}.get(field.name, "f.csv")
         try:
             config = dataclasses.replace(base, **{field.name: changed})
@@ -39,17 +44,20 @@ def test_numbers_are_normalised_so_equal_settings_give_one_key():
     assert config.key() == RunConfig(clipnorm=300.0, learning_rate=1.0).key()
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"epochs": 0}, "epochs must be at least 1"),
-    ({"q": 0.5}, "q must be in [0, 0.5)"),
-    ({"alpha": float("inf")}, "alpha must be a finite number > 0"),
-    ({"method": "kmeans"}, "method must be one of ['dcgmm', 'vade', 'pckmeans', 'sdec', 'cidec']"),
-    ({"num_clusters": 1}, "num_clusters must be 0 (the number of classes) or at least 2"),
-    ({"cluster_init": "gmm", "restart_every": 5}, "restart_every needs cluster_init merge or latent_class"),
-    ({"method": "sdec", "init_components": 30}, "init_components applies to method dcgmm or vade only"),
-    ({"init_labels_per_class": 3}, "init_labels_per_class needs cluster_init labels"),
-    ({"constraints_file": "c.csv", "max_train_samples": 10}, "cannot be combined with max_train_samples"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"epochs": 0}, "epochs must be at least 1"),
+        ({"q": 0.5}, "q must be in [0, 0.5)"),
+        ({"alpha": float("inf")}, "alpha must be a finite number > 0"),
+        ({"method": "kmeans"}, "method must be one of ['dcgmm', 'vade', 'pckmeans', 'sdec', 'cidec']"),
+        ({"num_clusters": 1}, "num_clusters must be 0 (the number of classes) or at least 2"),
+        ({"cluster_init": "gmm", "restart_every": 5}, "restart_every needs cluster_init merge or latent_class"),
+        ({"method": "sdec", "init_components": 30}, "init_components applies to method dcgmm or vade only"),
+        ({"init_labels_per_class": 3}, "init_labels_per_class needs cluster_init labels"),
+        ({"constraints_file": "c.csv", "max_train_samples": 10}, "cannot be combined with max_train_samples"),
+    ],
+)
 def test_bad_run_configs_raise(kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         RunConfig(**kwargs)
@@ -72,14 +80,30 @@ def fixture_flag_values():
 
 
 def test_flags_give_the_config_of_their_values(flag_values):
-    flag_values(["prog", "--epochs=30", "--vgg_filters=4,8", "--alpha=50", "--nodeterministic", "--threads=1",
-                 "--method=vade", "--cluster_init=gmm", "--restart_every=0"])
+    flag_values(
+        [
+            "prog",
+            "--epochs=30",
+            "--vgg_filters=4,8",
+            "--alpha=50",
+            "--nodeterministic",
+            "--threads=1",
+            "--method=vade",
+            "--cluster_init=gmm",
+            "--restart_every=0",
+        ]
+    )
     config = config_from_flags(RunConfig, flag_values)
-    assert config == RunConfig(epochs=30, vgg_filters=(4, 8), alpha=50.0, method="vade", cluster_init="gmm",
-                               restart_every=0)
+    assert config == RunConfig(
+        epochs=30, vgg_filters=(4, 8), alpha=50.0, method="vade", cluster_init="gmm", restart_every=0
+    )
     assert config_from_flags(RuntimeConfig, flag_values) == RuntimeConfig(deterministic=False, threads=1)
-    assert flag_values["epochs"].help == dataclasses.fields(RunConfig)[
-        [f.name for f in dataclasses.fields(RunConfig)].index("epochs")].metadata["help"]
+    assert (
+        flag_values["epochs"].help
+        == dataclasses.fields(RunConfig)[[f.name for f in dataclasses.fields(RunConfig)].index("epochs")].metadata[
+            "help"
+        ]
+    )
 
 
 def test_flags_reject_what_the_config_rejects(flag_values):

@@ -56,7 +56,8 @@ def test_duplicates_keep_largest_weight():
     c = ConstraintSet([3, 1, 0, 2], [1, 3, 2, 0], [-2.0, -5.0, 1.0, 4.0], 4)
     assert _pairs(c) == {(1, 3), (0, 2)}
     assert dict(zip(zip(c.i.tolist(), c.j.tolist()), c.weight.tolist())) == {
-        (0, 2): 4.0, (1, 3): -5.0,
+        (0, 2): 4.0,
+        (1, 3): -5.0,
     }
 
 
@@ -389,8 +390,7 @@ def test_large_sparse_set_is_fast():
     assert min(timings) < 5e-3
     np.testing.assert_array_equal(sub[np.arange(64), np.arange(64) + 64], c.weight[:64])
     rows, cols = np.nonzero(sub)
-    pairs = set(zip(np.minimum(batch[rows], batch[cols]).tolist(),
-                    np.maximum(batch[rows], batch[cols]).tolist()))
+    pairs = set(zip(np.minimum(batch[rows], batch[cols]).tolist(), np.maximum(batch[rows], batch[cols]).tolist()))
     assert pairs <= _pairs(c)
 
 

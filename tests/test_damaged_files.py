@@ -26,8 +26,9 @@ KINDS = ("truncated", "empty", "garbage")
 def spoil(path: Path, kind: str) -> None:
     """Damages a file the way a crash, a full disk or a bad copy does."""
     raw = path.read_bytes()
-    path.write_bytes({"truncated": raw[:len(raw) // 2], "empty": b"",
-                      "garbage": np.random.default_rng(0).bytes(len(raw))}[kind])
+    path.write_bytes(
+        {"truncated": raw[: len(raw) // 2], "empty": b"", "garbage": np.random.default_rng(0).bytes(len(raw))}[kind]
+    )
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -72,8 +73,9 @@ def test_damaged_autoencoder_cache_of_the_baselines_is_rebuilt(tmp_path, caplog)
     autoencoder = StackedAutoencoder(20, 2, hidden_units=(16,))
     assert not pretrain_layerwise(autoencoder, x, layer_epochs=0, finetune_epochs=1, cache_path=cache)
     spoil(cache, "garbage")
-    assert not pretrain_layerwise(StackedAutoencoder(20, 2, hidden_units=(16,)), x, layer_epochs=0,
-                                  finetune_epochs=1, cache_path=cache)
+    assert not pretrain_layerwise(
+        StackedAutoencoder(20, 2, hidden_units=(16,)), x, layer_epochs=0, finetune_epochs=1, cache_path=cache
+    )
     assert "is damaged" in caplog.text and damage(cache) is None
 
 
@@ -89,8 +91,16 @@ def test_processes_sharing_a_cache_pretrain_once(tmp_path):
         print("loaded" if cached else "pretrained")
     """)
     cache = tmp_path / "shared" / "pretrain.weights.h5"
-    procs = [subprocess.Popen([sys.executable, "-c", script, str(cache)], cwd=REPO, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(cache)],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     outputs = [p.communicate(timeout=300) for p in procs]
     assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outputs]
     assert sorted(out.strip() for out, _ in outputs) == ["loaded", "pretrained"]
@@ -147,8 +157,9 @@ def test_damaged_result_lines_are_never_counted(tmp_path, caplog):
         assert f"results.csv: line {line} is damaged" in caplog.text
     assert results.has_row(path, {"seed": 3, "config": "abc"}) and not results.has_row(path, {"seed": 1})
     assert not results.has_row(path, {"seed": 2})
-    results.append_row(path, {"dataset": "toy", "method": "dcgmm", "seed": 4, "acc": 0.6, "nmi": 0.5, "ari": 0.4,
-                              "config": "abc"})
+    results.append_row(
+        path, {"dataset": "toy", "method": "dcgmm", "seed": 4, "acc": 0.6, "nmi": 0.5, "ari": 0.4, "config": "abc"}
+    )
     assert results.read_rows(path)["seed"].tolist() == [0, 3, 4]
     summary = results.summarise(results.read_rows(path))
     assert summary.loc[0, "runs"] == 3 and summary.loc[0, "acc_mean"] == pytest.approx(2.0 / 3)
@@ -158,8 +169,11 @@ def test_damaged_result_lines_are_never_counted(tmp_path, caplog):
 def test_results_file_without_a_header_is_refused(tmp_path, content):
     path = tmp_path / "results.csv"
     path.write_bytes(content)
-    for call in (lambda: results.read_rows(path), lambda: results.has_row(path, {"seed": 0}),
-                 lambda: results.append_row(path, {"seed": 0})):
+    for call in (
+        lambda: results.read_rows(path),
+        lambda: results.has_row(path, {"seed": 0}),
+        lambda: results.append_row(path, {"seed": 0}),
+    ):
         with pytest.raises(ValueError, match="does not start with a header line"):
             call()
     assert path.read_bytes() == content  # nothing written into somebody else's file
@@ -206,9 +220,20 @@ def test_the_runner_repairs_what_it_can_and_refuses_what_it_cannot(tmp_path):
 
     x, y = toy_data(200)
     np.savez(tmp_path / "toy.npz", x_train=x, y_train=y, x_test=x[:50], y_test=y[:50])
-    args = [f"--dataset={tmp_path / 'toy.npz'}", "--epochs=1", "--pretrain_epochs=1", "--num_constraints=50",
-            "--latent_dim=2", "--batch_size=32", "--verbose=0", f"--cache_dir={tmp_path / 'cache'}", "--seed=5",
-            "--cluster_init=gmm", "--restart_every=0", "--nodeterministic"]
+    args = [
+        f"--dataset={tmp_path / 'toy.npz'}",
+        "--epochs=1",
+        "--pretrain_epochs=1",
+        "--num_constraints=50",
+        "--latent_dim=2",
+        "--batch_size=32",
+        "--verbose=0",
+        f"--cache_dir={tmp_path / 'cache'}",
+        "--seed=5",
+        "--cluster_init=gmm",
+        "--restart_every=0",
+        "--nodeterministic",
+    ]
     flags.FLAGS.unparse_flags()
     try:
         flags.FLAGS(["run", *args, f"--output_dir={tmp_path / 'first'}"])
@@ -227,8 +252,13 @@ def test_the_runner_repairs_what_it_can_and_refuses_what_it_cannot(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "results.csv").write_text("dataset,method,seed,acc,nmi,ari,config\ntoy,dcgmm,0,0.5,0.4\n")
-    proc = subprocess.run([sys.executable, "-m", "experiments.run", *args, f"--output_dir={out}"], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "experiments.run", *args, f"--output_dir={out}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     damaged = [line for line in proc.stderr.splitlines() if "is damaged" in line]
     cache_lines = [line for line in damaged if "pretrain-" in line]
@@ -238,8 +268,9 @@ def test_the_runner_repairs_what_it_can_and_refuses_what_it_cannot(tmp_path):
     assert results.read_rows(out / "results.csv")["seed"].tolist() == [5]
 
 
-@pytest.mark.parametrize("name, relative", [("reuters", "reuters/reutersidf10k.npy"),
-                                            ("stl10", "stl10/stl10_resnet50.npz")])
+@pytest.mark.parametrize(
+    "name, relative", [("reuters", "reuters/reutersidf10k.npy"), ("stl10", "stl10/stl10_resnet50.npz")]
+)
 def test_damaged_data_files_are_named_in_a_value_error(tmp_path, name, relative):
     from dcgmm_tf.data import load_dataset
 

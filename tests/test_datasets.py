@@ -19,8 +19,7 @@ IDX_FILES = (
     "t10k-images-idx3-ubyte",
     "t10k-labels-idx1-ubyte",
 )
-IDX_TYPE_CODES = {np.uint8: 0x08, np.int8: 0x09, np.int16: 0x0B, np.int32: 0x0C,
-                  np.float32: 0x0D, np.float64: 0x0E}
+IDX_TYPE_CODES = {np.uint8: 0x08, np.int8: 0x09, np.int16: 0x0B, np.int32: 0x0C, np.float32: 0x0D, np.float64: 0x0E}
 
 
 def write_idx(path, array, compress=False):
@@ -121,18 +120,28 @@ def test_search_paths_order(isolated, tmp_path, monkeypatch):
     monkeypatch.setenv("DCGMM_DATA", str(tmp_path / "env"))
     keras = isolated["keras"] / "datasets"
     expected = [
-        tmp_path / "mine" / "fashion-mnist", tmp_path / "mine",
-        tmp_path / "env" / "fashion-mnist", tmp_path / "env",
-        isolated["repo"] / "fashion-mnist", isolated["repo"],
-        isolated["system"] / "fashion-mnist", isolated["system"],
-        keras / "fashion-mnist", keras,
+        tmp_path / "mine" / "fashion-mnist",
+        tmp_path / "mine",
+        tmp_path / "env" / "fashion-mnist",
+        tmp_path / "env",
+        isolated["repo"] / "fashion-mnist",
+        isolated["repo"],
+        isolated["system"] / "fashion-mnist",
+        isolated["system"],
+        keras / "fashion-mnist",
+        keras,
     ]
     assert search_paths("fashion", tmp_path / "mine") == expected
     assert search_paths("fashion_mnist", tmp_path / "mine") == expected
     mnist = search_paths("mnist")
-    assert mnist == [tmp_path / "env" / "mnist", tmp_path / "env",
-                     isolated["repo"] / "mnist", isolated["repo"],
-                     keras / "mnist", keras]
+    assert mnist == [
+        tmp_path / "env" / "mnist",
+        tmp_path / "env",
+        isolated["repo"] / "mnist",
+        isolated["repo"],
+        keras / "mnist",
+        keras,
+    ]
 
 
 def test_search_paths_defaults(monkeypatch):
@@ -186,11 +195,13 @@ def test_load_keras_mnist_npz(isolated):
     keras = isolated["keras"] / "datasets"
     keras.mkdir()
     rng = np.random.default_rng(0)
-    np.savez(keras / "mnist.npz",
-             x_train=rng.integers(0, 256, (4, 28, 28), dtype=np.uint8),
-             y_train=np.array([0, 1, 2, 3], np.uint8),
-             x_test=np.full((2, 28, 28), 255, np.uint8),
-             y_test=np.array([4, 5], np.uint8))
+    np.savez(
+        keras / "mnist.npz",
+        x_train=rng.integers(0, 256, (4, 28, 28), dtype=np.uint8),
+        y_train=np.array([0, 1, 2, 3], np.uint8),
+        x_test=np.full((2, 28, 28), 255, np.uint8),
+        y_test=np.array([4, 5], np.uint8),
+    )
     ds = load_dataset("mnist", download=False)
     assert ds.x_train.shape == (4, 784) and ds.x_test.shape == (2, 784)
     assert np.all(ds.x_test == 1.0) and ds.num_classes == 6
@@ -237,8 +248,11 @@ def test_download_fallback(isolated, monkeypatch):
 def test_unknown_name():
     with pytest.raises(ValueError, match=r"Unknown dataset 'cifar'.*'mnist'"):
         load_dataset("cifar")
-    with pytest.raises(ValueError, match=r"Known names: \['fashion', 'fashion_mnist', 'mnist', 'reuters', 'stl10', "
-                       r"'utkface_ethnicity', 'utkface_gender'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"Known names: \['fashion', 'fashion_mnist', 'mnist', 'reuters', 'stl10', "
+        r"'utkface_ethnicity', 'utkface_gender'\]",
+    ):
         load_dataset("utkface_age")
 
 
@@ -278,8 +292,7 @@ def test_real_fashion_mnist(monkeypatch):
 
 
 def _save(path, **arrays):
-    base = dict(x_train=np.zeros((4, 2, 3)), y_train=np.arange(4),
-                x_test=np.ones((2, 2, 3)), y_test=np.arange(2))
+    base = dict(x_train=np.zeros((4, 2, 3)), y_train=np.arange(4), x_test=np.ones((2, 2, 3)), y_test=np.arange(2))
     base.update(arrays)
     with open(path, "wb") as f:  # np.savez(path) would append ".npz".
         np.savez(f, **{k: v for k, v in base.items() if v is not None})
@@ -361,7 +374,7 @@ def import_graph(root: Path) -> dict[str, set[str]]:
             if isinstance(node, ast.Import):
                 targets.update(alias.name for alias in node.names if alias.name in modules)
             elif isinstance(node, ast.ImportFrom):
-                base = package[:len(package) - node.level + 1] if node.level else []
+                base = package[: len(package) - node.level + 1] if node.level else []
                 source = ".".join(base + ([node.module] if node.module else []))
                 for alias in node.names:
                     target = f"{source}.{alias.name}"
@@ -378,7 +391,7 @@ def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         stack.append(node)
         for target in sorted(graph[node]):
             if target in stack:
-                cycles.append(stack[stack.index(target):] + [target])
+                cycles.append(stack[stack.index(target) :] + [target])
             elif target not in done:
                 visit(target)
         stack.pop()
@@ -402,8 +415,7 @@ def test_import_graph_checker_finds_function_level_and_relative_cycles(tmp_path)
         (tmp_path / "pkg" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "pkg" / name).write_text(text)
     graph = import_graph(tmp_path / "pkg")
-    assert graph == {"pkg": {"pkg.a"}, "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.a"}, "pkg.c": {"pkg.a"},
-                     "pkg.sub": {"pkg.c"}}
+    assert graph == {"pkg": {"pkg.a"}, "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.a"}, "pkg.c": {"pkg.a"}, "pkg.sub": {"pkg.c"}}
     assert find_cycles(graph) == [["pkg.a", "pkg.b", "pkg.a"]]
     assert find_cycles(graph | {"pkg.b": set()}) == []
 

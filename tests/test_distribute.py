@@ -51,7 +51,7 @@ def test_replica_parts_rebuild_each_batch_and_keep_every_pair(layout):
     assert len(parts) == replicas * len(single)
     pairs = set(zip(constraints.i.tolist(), constraints.j.tolist()))
     for step, (x_batch, w_batch) in enumerate(single):
-        step_parts = parts[replicas * step:replicas * (step + 1)]
+        step_parts = parts[replicas * step : replicas * (step + 1)]
         indices = [[row_index[row.tobytes()] for row in xp] for xp, _ in step_parts]
         assert sorted(sum(indices, [])) == sorted(row_index[row.tobytes()] for row in x_batch)
         owner = {k: r for r, part in enumerate(indices) for k in part}
@@ -91,8 +91,9 @@ def test_distributed_pipeline_gives_the_parts_of_the_batch_by_batch_reference(la
     constraints = ConstraintSet.from_labels(labels, 120, seed=1, transitive_closure=closure)
     for replicas in (2, 3):
         for epoch in (0, 1):
-            expected = list(epoch_elements(x, constraints, 40, np.random.default_rng([7, epoch]), layout,
-                                           num_replicas=replicas))
+            expected = list(
+                epoch_elements(x, constraints, 40, np.random.default_rng([7, epoch]), layout, num_replicas=replicas)
+            )
             arrays = epoch_arrays(len(x), constraints, 40, 7, epoch, layout, num_replicas=replicas)
             got = list(batch_elements(tf.data.Dataset.from_tensor_slices(arrays), x))
             assert len(got) == len(expected)
@@ -133,8 +134,14 @@ def mirrored_against_single_device() -> dict:
     def build():
         # The analytic KL and a log-variance of -30 (noise of std 3e-7) make the loss independent of the
         # reparameterisation noise, which differs between one device and the replicas.
-        model = DCGMM((dim,), num_clusters=2, seed=0, kl_estimator="analytic",
-                      encoder=MLPEncoder(2, (16,), name="encoder"), decoder=MLPDecoder(dim, (16,), name="decoder"))
+        model = DCGMM(
+            (dim,),
+            num_clusters=2,
+            seed=0,
+            kl_estimator="analytic",
+            encoder=MLPEncoder(2, (16,), name="encoder"),
+            decoder=MLPDecoder(dim, (16,), name="decoder"),
+        )
         model.encoder.log_var_head.kernel.assign(np.zeros((16, 2), np.float32))
         model.encoder.log_var_head.bias.assign(np.full(2, -30.0, np.float32))
         model.compile(optimizer=keras.optimizers.SGD(0.05))
@@ -159,9 +166,17 @@ def mirrored_against_single_device() -> dict:
     with strategy.scope():
         mirrored.compile(optimizer=keras.optimizers.Adam(1e-2))
     more = mirrored.fit(data, epochs=9, initial_epoch=1, steps_per_epoch=steps, verbose=0).history
-    return {"replicas": strategy.num_replicas_in_sync, "steps": steps, "single_steps": int(single_data.cardinality()),
-            "single_loss": single_loss, "mirrored_loss": first, "max_weight_gap": gap, "max_weight_change": change,
-            "losses": more["loss"], "replica_noise_gap": float(np.abs(noise[0] - noise[1]).min())}
+    return {
+        "replicas": strategy.num_replicas_in_sync,
+        "steps": steps,
+        "single_steps": int(single_data.cardinality()),
+        "single_loss": single_loss,
+        "mirrored_loss": first,
+        "max_weight_gap": gap,
+        "max_weight_change": change,
+        "losses": more["loss"],
+        "replica_noise_gap": float(np.abs(noise[0] - noise[1]).min()),
+    }
 
 
 def test_mirrored_training_matches_single_device_and_trains():

@@ -53,27 +53,33 @@ def test_fit_with_a_constraint_set_and_without_constraints():
     assert vade.likelihood_ == "gaussian" and len(vade.constraints_) == 0
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"ml": [(0, 500)]}, "outside"),
-    ({"ml": [(0, 1, 2)]}, r"ml must be index pairs of shape \[n, 2\]"),
-    ({"ml": [(0, 1)], "cl": [(1, 0)]}, "both as a must-link and as a cannot-link"),
-    ({"ml": [(0, 1)], "constraints": ConstraintSet.empty(40)}, "either as ml/cl pairs or as a ConstraintSet"),
-    ({"constraints": ConstraintSet.empty(10)}, "the constraints index 10 samples but X holds 40"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"ml": [(0, 500)]}, "outside"),
+        ({"ml": [(0, 1, 2)]}, r"ml must be index pairs of shape \[n, 2\]"),
+        ({"ml": [(0, 1)], "cl": [(1, 0)]}, "both as a must-link and as a cannot-link"),
+        ({"ml": [(0, 1)], "constraints": ConstraintSet.empty(40)}, "either as ml/cl pairs or as a ConstraintSet"),
+        ({"constraints": ConstraintSet.empty(10)}, "the constraints index 10 samples but X holds 40"),
+    ],
+)
 def test_bad_constraints_are_refused(kwargs, match):
     x, _ = toy_data(40)
     with pytest.raises(ValueError, match=match):
         DCGMMClustering(2, **TINY).fit(x, **kwargs)
 
 
-@pytest.mark.parametrize("params, match", [
-    ({"n_clusters": 1}, "n_clusters must be an integer in"),
-    ({"n_clusters": 50}, "n_clusters must be an integer in"),
-    ({"epochs": 0}, "epochs must be at least 1"),
-    ({"cluster_init": "kmeans"}, "cluster_init must be one of"),
-    ({"likelihood": "poisson"}, "likelihood must be"),
-    ({"alpha": -1.0}, "weight must be a finite number > 0"),
-])
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"n_clusters": 1}, "n_clusters must be an integer in"),
+        ({"n_clusters": 50}, "n_clusters must be an integer in"),
+        ({"epochs": 0}, "epochs must be at least 1"),
+        ({"cluster_init": "kmeans"}, "cluster_init must be one of"),
+        ({"likelihood": "poisson"}, "likelihood must be"),
+        ({"alpha": -1.0}, "weight must be a finite number > 0"),
+    ],
+)
 def test_bad_parameters_are_refused_at_fit(params, match):
     x, _ = toy_data(40)
     est = DCGMMClustering(**{**TINY, "n_clusters": 2, **params})  # __init__ only stores

@@ -24,17 +24,29 @@ def tiny(tmp_path_factory):
         (root / "shapes" / f"class{c}").mkdir(parents=True)
         for n in range(20):
             image = (rng.random((8, 8)) * 60).astype(np.uint8)
-            image[3 * c:3 * c + 2] = 255
+            image[3 * c : 3 * c + 2] = 255
             Image.fromarray(image, "L").save(root / "shapes" / f"class{c}" / f"{n}.png")
     return root
 
 
 def settings(root, name, **changes):
     """The tiny run config on the image folder and a runtime config writing to <root>/<name>_work."""
-    config = RunConfig(dataset=str(root / "shapes"), image_size=8, epochs=1, pretrain_epochs=1, batch_size=16,
-                       pretrain_batch_size=16, **changes)
-    runtime = RuntimeConfig(deterministic=False, verbose=0, eval_every=1, output_dir=str(root / f"{name}_work"),
-                            cache_dir=str(root / "cache"))
+    config = RunConfig(
+        dataset=str(root / "shapes"),
+        image_size=8,
+        epochs=1,
+        pretrain_epochs=1,
+        batch_size=16,
+        pretrain_batch_size=16,
+        **changes,
+    )
+    runtime = RuntimeConfig(
+        deterministic=False,
+        verbose=0,
+        eval_every=1,
+        output_dir=str(root / f"{name}_work"),
+        cache_dir=str(root / "cache"),
+    )
     return config, runtime
 
 
@@ -82,12 +94,18 @@ def test_embedding_and_sample_figures_with_vgg_networks(tiny):
 def test_table1_runs_each_method_with_its_overrides_and_joins_the_paper(tiny):
     config, runtime = settings(tiny, "table1", num_constraints=20)
     runtime = dataclasses.replace(runtime, output_dir=str(tiny / "table1"))
-    method_configs = {"pckmeans": dataclasses.replace(config, method="pckmeans", epochs=3),
-                      "dcgmm": dataclasses.replace(config, epochs=2)}
+    method_configs = {
+        "pckmeans": dataclasses.replace(config, method="pckmeans", epochs=3),
+        "dcgmm": dataclasses.replace(config, epochs=2),
+    }
     table = table1.table1(method_configs, runtime, [str(tiny / "shapes")], 2)
     rows = pd.read_csv(tiny / "table1" / "results.csv")
-    assert rows[["method", "seed", "epochs"]].values.tolist() == [["pckmeans", 0, 3], ["dcgmm", 0, 2],
-                                                                   ["pckmeans", 1, 3], ["dcgmm", 1, 2]]
+    assert rows[["method", "seed", "epochs"]].values.tolist() == [
+        ["pckmeans", 0, 3],
+        ["dcgmm", 0, 2],
+        ["pckmeans", 1, 3],
+        ["dcgmm", 1, 2],
+    ]
     assert table["runs"].tolist() == [2] * 6 and table["measured"].str.contains("±").all()
     assert "| shapes | ACC |" in (tiny / "table1" / "table1.md").read_text()
     assert (tiny / "table1" / "table1.png").stat().st_size > 10_000
@@ -125,20 +143,31 @@ def test_sweep_appends_rows_and_skips_configs_already_done(tmp_path, monkeypatch
 
     def fake_train_and_evaluate(config, data, runtime):
         calls.append((config.method, config.num_constraints, config.seed))
-        row = {"dataset": data.name, "method": config.method, "seed": config.seed, "acc": 0.5, "nmi": 0.5,
-               "num_pairs": config.num_constraints, "q": config.q, "epochs": config.epochs, "ari": 0.5,
-               "config": config.key()}
+        row = {
+            "dataset": data.name,
+            "method": config.method,
+            "seed": config.seed,
+            "acc": 0.5,
+            "nmi": 0.5,
+            "num_pairs": config.num_constraints,
+            "q": config.q,
+            "epochs": config.epochs,
+            "ari": 0.5,
+            "config": config.key(),
+        }
         return RunResult(row, TrainedModel(None, {}, np.nan), np.array([0, 1]), np.array([0, 1]))
 
     monkeypatch.setattr(runs, "train_and_evaluate", fake_train_and_evaluate)
-    data = Dataset(np.zeros((4, 2), np.float32), np.arange(4), np.zeros((2, 2), np.float32), np.arange(2), "d",
-                   "bernoulli")
+    data = Dataset(
+        np.zeros((4, 2), np.float32), np.arange(4), np.zeros((2, 2), np.float32), np.arange(2), "d", "bernoulli"
+    )
     configs = [RunConfig(seed=3, epochs=7, num_constraints=n) for n in (10, 20)]
     runtime = RuntimeConfig(output_dir=str(tmp_path / "work"))
     rows = fig_common.sweep(configs, data, runtime, tmp_path / "results.csv", 2)
     assert calls == [("dcgmm", 10, 3), ("dcgmm", 10, 4), ("dcgmm", 20, 3), ("dcgmm", 20, 4)]
-    fig_common.sweep(configs + [RunConfig(seed=3, epochs=7, num_constraints=30)], data, runtime,
-                     tmp_path / "results.csv", 2)
+    fig_common.sweep(
+        configs + [RunConfig(seed=3, epochs=7, num_constraints=30)], data, runtime, tmp_path / "results.csv", 2
+    )
     assert calls[4:] == [("dcgmm", 30, 3), ("dcgmm", 30, 4)]
     assert len(rows) == 4 and len(pd.read_csv(tmp_path / "results.csv")) == 6
     assert rows["schedule"].str.contains("7 training epochs, 2 run").all()

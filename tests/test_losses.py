@@ -124,8 +124,10 @@ def test_pairwise_term_averages_monte_carlo_samples(tiny):
     _, log_gamma2 = _numpy_log_gamma(tiny["z"] + 1.0, tiny["means"], tiny["variances"])
     w = np.ones((5, 5), np.float32)
     stacked = np.stack([log_gamma, log_gamma2]).astype(np.float32)
-    expected = 0.5 * (float(losses.pairwise_constraint_term(log_gamma.astype(np.float32), w))
-                      + float(losses.pairwise_constraint_term(log_gamma2.astype(np.float32), w)))
+    expected = 0.5 * (
+        float(losses.pairwise_constraint_term(log_gamma.astype(np.float32), w))
+        + float(losses.pairwise_constraint_term(log_gamma2.astype(np.float32), w))
+    )
     assert float(losses.pairwise_constraint_term(stacked, w)) == pytest.approx(expected, rel=1e-5)
 
 
@@ -135,8 +137,9 @@ def test_analytic_cluster_kl_matches_numpy(tiny):
     _, log_gamma = _numpy_log_gamma(z, means, variances)
     gamma = np.exp(log_gamma)
     v = np.exp(log_var)
-    cross = 0.5 * (np.log(2 * np.pi * variances)[None] + (v[:, None] + (mean[:, None] - means[None]) ** 2)
-                   / variances[None]).sum(-1)
+    cross = 0.5 * (
+        np.log(2 * np.pi * variances)[None] + (v[:, None] + (mean[:, None] - means[None]) ** 2) / variances[None]
+    ).sum(-1)
     entropy = 0.5 * np.log(2 * np.pi * np.e * v).sum(-1)
     expected = (gamma * (cross + np.log(len(means)) + log_gamma)).sum(-1) - entropy
     got = losses.cluster_kl_analytic(log_gamma.astype(np.float32), mean, log_var, means, variances).numpy()

@@ -9,9 +9,14 @@ from dcgmm_tf.data import constrained_dataset
 
 
 def small_model(input_dim=20, num_clusters=2, latent_dim=2, seed=0, likelihood="bernoulli"):
-    return DCGMM((input_dim,), num_clusters=num_clusters, likelihood=likelihood, seed=seed,
-                 encoder=MLPEncoder(latent_dim, hidden_units=(64, 32), name="encoder"),
-                 decoder=MLPDecoder(input_dim, hidden_units=(32, 64), likelihood=likelihood, name="decoder"))
+    return DCGMM(
+        (input_dim,),
+        num_clusters=num_clusters,
+        likelihood=likelihood,
+        seed=seed,
+        encoder=MLPEncoder(latent_dim, hidden_units=(64, 32), name="encoder"),
+        decoder=MLPDecoder(input_dim, hidden_units=(32, 64), likelihood=likelihood, name="decoder"),
+    )
 
 
 def two_factor_data(n=1200, seed=0):
@@ -105,8 +110,9 @@ def _train(x, y, constraints, seed=0, epochs=25, start_from=None):
         groups = [z[start_from == g] for g in (0, 1)]
         model.set_cluster_parameters(np.stack([g.mean(0) for g in groups]), np.stack([g.var(0) for g in groups]))
     model.compile(optimizer=keras.optimizers.Adam(2e-3))
-    history = model.fit(constrained_dataset(x, constraints, batch_size=64, seed=seed), epochs=epochs,
-                        verbose=0, shuffle=False)
+    history = model.fit(
+        constrained_dataset(x, constraints, batch_size=64, seed=seed), epochs=epochs, verbose=0, shuffle=False
+    )
     acc = metrics.cluster_accuracy(y, model.predict(x, verbose=0).argmax(-1))
     return model, acc, history
 
@@ -133,19 +139,22 @@ def test_keras_save_and_load_give_identical_predictions(tmp_path):
     restored = keras.models.load_model(path)
     assert isinstance(restored, DCGMM)
     np.testing.assert_array_equal(restored.predict(x, verbose=0), model.predict(x, verbose=0))
-    np.testing.assert_array_equal(keras.ops.convert_to_numpy(restored.cluster_variances),
-                                  keras.ops.convert_to_numpy(model.cluster_variances))
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(restored.cluster_variances), keras.ops.convert_to_numpy(model.cluster_variances)
+    )
 
 
 def test_evaluate_reports_every_loss_term():
     x, y, _ = two_factor_data(128)
     model = small_model()
     model.compile(optimizer="adam")
-    scores = model.evaluate(constrained_dataset(x, ConstraintSet.from_labels(y, 20, seed=0), batch_size=32),
-                            verbose=0, return_dict=True)
+    scores = model.evaluate(
+        constrained_dataset(x, ConstraintSet.from_labels(y, 20, seed=0), batch_size=32), verbose=0, return_dict=True
+    )
     assert set(scores) == {"loss", "reconstruction", "cluster_kl", "constraint"}
-    assert scores["loss"] == pytest.approx(scores["reconstruction"] + scores["cluster_kl"] + scores["constraint"],
-                                           rel=1e-4)
+    assert scores["loss"] == pytest.approx(
+        scores["reconstruction"] + scores["cluster_kl"] + scores["constraint"], rel=1e-4
+    )
 
 
 def test_pretrain_cache_is_reused(tmp_path):

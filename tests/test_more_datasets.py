@@ -56,13 +56,16 @@ def test_reuters_train_test_files_are_used_as_they_are(tmp_path):
     np.testing.assert_array_equal(data.y_test, test["label"])
 
 
-@pytest.mark.parametrize("content, message", [
-    (np.zeros((3, 4)), "dict"),
-    ({"data": np.zeros((3, 4))}, "keys"),
-    ({"data": np.zeros((3, 4)), "label": np.array([0, 1, 4])}, "0..3"),
-    ({"data": np.zeros((3, 4)), "label": np.array([0, 1])}, "one row per label"),
-    ({"data": np.full((2, 4), np.nan), "label": np.array([0, 1])}, "NaN"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (np.zeros((3, 4)), "dict"),
+        ({"data": np.zeros((3, 4))}, "keys"),
+        ({"data": np.zeros((3, 4)), "label": np.array([0, 1, 4])}, "0..3"),
+        ({"data": np.zeros((3, 4)), "label": np.array([0, 1])}, "one row per label"),
+        ({"data": np.full((2, 4), np.nan), "label": np.array([0, 1])}, "NaN"),
+    ],
+)
 def test_reuters_rejects_malformed_files(tmp_path, content, message):
     np.save(tmp_path / "reutersidf10k.npy", content, allow_pickle=True)
     with pytest.raises(ValueError, match=message):
@@ -78,8 +81,9 @@ def test_reuters_missing_says_where_and_how(tmp_path):
 def test_build_from_rcv1_keeps_single_root_documents_and_frequent_words():
     names = ["C11", "CCAT", "ECAT", "GCAT", "MCAT"]
     # documents: CCAT, GCAT+MCAT (dropped), MCAT, ECAT, no root (dropped), GCAT
-    topics = sparse.csr_matrix(np.array([[1, 1, 0, 0, 0], [0, 0, 0, 1, 1], [0, 0, 0, 0, 1],
-                                         [0, 0, 1, 0, 0], [1, 0, 0, 0, 0], [0, 0, 0, 1, 0]]))
+    topics = sparse.csr_matrix(
+        np.array([[1, 1, 0, 0, 0], [0, 0, 0, 1, 1], [0, 0, 0, 0, 1], [0, 0, 1, 0, 0], [1, 0, 0, 0, 0], [0, 0, 0, 1, 0]])
+    )
     features = np.zeros((6, 5))
     features[:, 0] = [1, 1, 1, 1, 1, 1]  # in every document
     features[[0, 2, 3], 3] = 2.0  # in 3 kept documents
@@ -131,9 +135,21 @@ def test_stl10_binaries_are_validated(tmp_path):
 def test_stl10_feature_script_and_loader(tmp_path):
     write_stl_binaries(tmp_path / "stl10_binary", n_train=3, n_test=2)
     output = tmp_path / "stl10" / "stl10_resnet50.npz"
-    proc = subprocess.run([sys.executable, "scripts/extract_stl10_features.py", f"--data_dir={tmp_path}",
-                           "--weights=none", "--image_size=32", "--batch_size=2", "--nodownload"],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "scripts/extract_stl10_features.py",
+            f"--data_dir={tmp_path}",
+            "--weights=none",
+            "--image_size=32",
+            "--batch_size=2",
+            "--nodownload",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     with np.load(output) as f:
         assert f["features"].shape == (5, 2048) and f["features"].dtype == np.float32

@@ -9,8 +9,10 @@ from dcgmm_tf.optimizers import FusedAdam
 
 def run(optimizer, steps=6):
     rng = np.random.default_rng(0)
-    variables = [keras.Variable(rng.normal(size=(7, 3)).astype(np.float32)),
-                 keras.Variable(rng.normal(size=(5,)).astype(np.float32))]
+    variables = [
+        keras.Variable(rng.normal(size=(7, 3)).astype(np.float32)),
+        keras.Variable(rng.normal(size=(5,)).astype(np.float32)),
+    ]
     for _ in range(steps):
         optimizer.apply([rng.normal(size=v.shape).astype(np.float32) for v in variables], variables)
     return [keras.ops.convert_to_numpy(v) for v in variables]

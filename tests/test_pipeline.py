@@ -53,9 +53,18 @@ def test_spread_layout_fills_every_batch(setup):
     assert all(constraints.submatrix(b).any() for b in batches[:-1])
 
 
-@pytest.mark.parametrize("num_samples, num_pairs, batch_size, layout", [
-    (500, 300, 32, "separate"), (500, 300, 64, "spread"), (500, 0, 32, "spread"), (33, 0, 32, "separate"),
-    (1000, 7, 3, "separate"), (100, 2, 2, "separate"), (640, 640, 256, "spread")])
+@pytest.mark.parametrize(
+    "num_samples, num_pairs, batch_size, layout",
+    [
+        (500, 300, 32, "separate"),
+        (500, 300, 64, "spread"),
+        (500, 0, 32, "spread"),
+        (33, 0, 32, "separate"),
+        (1000, 7, 3, "separate"),
+        (100, 2, 2, "separate"),
+        (640, 640, 256, "spread"),
+    ],
+)
 def test_steps_per_epoch_counts_the_batches(num_samples, num_pairs, batch_size, layout):
     y = np.arange(num_samples) % 5
     constraints = ConstraintSet.from_labels(y, num_pairs, seed=0) if num_pairs else ConstraintSet.empty(num_samples)
@@ -115,22 +124,29 @@ def test_training_pipelines_run_without_tf_data_autotuning(setup, monkeypatch):
     assert constrained_dataset(x, constraints, batch_size=32).options().autotune.enabled is False
     seen = []
     monkeypatch.setattr(keras.Model, "fit", lambda self, data, **kwargs: seen.append(data.options().autotune.enabled))
-    model = DCGMM((4,), num_clusters=2, seed=0, encoder=MLPEncoder(2, (8,), name="encoder"),
-                  decoder=MLPDecoder(4, (8,), name="decoder"))
+    model = DCGMM(
+        (4,),
+        num_clusters=2,
+        seed=0,
+        encoder=MLPEncoder(2, (8,), name="encoder"),
+        decoder=MLPDecoder(4, (8,), name="decoder"),
+    )
     pretraining.pretrain_autoencoder(model, x, epochs=1)
     assert seen == [False]
 
 
-@pytest.mark.parametrize("layout, pairs, closure", [("separate", 300, False), ("spread", 150, True),
-                                                    ("separate", 0, False)])
+@pytest.mark.parametrize(
+    "layout, pairs, closure", [("separate", 300, False), ("spread", 150, True), ("separate", 0, False)]
+)
 def test_in_graph_pipeline_gives_the_batches_and_blocks_of_the_python_one(layout, pairs, closure):
     """The tf.data graph (Python once per epoch) yields, bit for bit, what epoch_elements computes in numpy."""
     from tests.pipeline_reference import epoch_elements
 
     rng = np.random.default_rng(0)
     x, y = rng.random((700, 6), dtype=np.float32), rng.integers(0, 5, 700)
-    constraints = (ConstraintSet.from_labels(y, pairs, seed=1, transitive_closure=closure) if pairs else
-                   ConstraintSet.empty(700))
+    constraints = (
+        ConstraintSet.from_labels(y, pairs, seed=1, transitive_closure=closure) if pairs else ConstraintSet.empty(700)
+    )
     dataset = constrained_dataset(x, constraints, batch_size=64, seed=3, layout=layout, initial_epoch=2)
     for epoch in (2, 3):
         expected = list(epoch_elements(x, constraints, 64, np.random.default_rng([3, epoch]), layout))

@@ -18,8 +18,13 @@ def fixture_bf16():
 def test_bf16_model_trains_and_predicts(bf16):
     rng = np.random.default_rng(0)
     x = rng.random((64, 12)).astype(np.float32)
-    model = DCGMM((12,), num_clusters=3, seed=0, encoder=MLPEncoder(2, (16,), name="encoder"),
-                  decoder=MLPDecoder(12, (16,), name="decoder"))
+    model = DCGMM(
+        (12,),
+        num_clusters=3,
+        seed=0,
+        encoder=MLPEncoder(2, (16,), name="encoder"),
+        decoder=MLPDecoder(12, (16,), name="decoder"),
+    )
     assert model.encoder.compute_dtype == "bfloat16"
     assert model.cluster_means.dtype == "float32"
     model.compile(optimizer=keras.optimizers.Adam(1e-2))
@@ -39,8 +44,15 @@ def test_a_python_run_with_bf16_trains_in_bfloat16(tmp_path):
     from dcgmm_tf.evaluation import train_and_evaluate
     from tests.helpers import toy_npz
 
-    config = RunConfig(dataset=toy_npz(tmp_path, 200, 50), epochs=1, pretrain_epochs=1, num_constraints=50,
-                       latent_dim=2, batch_size=32, mixed_precision="bf16")
+    config = RunConfig(
+        dataset=toy_npz(tmp_path, 200, 50),
+        epochs=1,
+        pretrain_epochs=1,
+        num_constraints=50,
+        latent_dim=2,
+        batch_size=32,
+        mixed_precision="bf16",
+    )
     runtime = RuntimeConfig(deterministic=False, verbose=0, output_dir=str(tmp_path / "out"), cache=False)
     assert keras.mixed_precision.global_policy().name == "float32"
     result = train_and_evaluate(config, load_dataset(config.dataset), runtime)

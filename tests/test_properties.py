@@ -18,8 +18,9 @@ def constraint_sets(draw, consistent=False):
     """A ConstraintSet over 2-12 samples. With ``consistent``, link signs follow hidden labels (so the
     transitive closure exists); otherwise each distinct pair gets a random sign and weight."""
     n = draw(st.integers(2, 12))
-    pairs = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda p: p[0] != p[1]),
-                          max_size=30))
+    pairs = draw(
+        st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda p: p[0] != p[1]), max_size=30)
+    )
     weights = draw(st.lists(st.floats(1 / 64, 1e6, width=32), min_size=len(pairs), max_size=len(pairs)))
     if consistent:
         labels = draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))

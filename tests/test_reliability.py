@@ -70,8 +70,10 @@ def test_guard_stops_and_rolls_back_to_last_good_state(tmp_path):
         assert weights_equal(model.get_weights(), expected)
         assert int(model.optimizer.iterations) == start_step + bad_epoch * steps_per_epoch
         kept = "the start of training" if bad_epoch == 0 else f"the end of epoch {bad_epoch}"
-        assert (f"in epoch {bad_epoch + 1}, batch 2; training stopped and the model was reset to its weights "
-                f"at {kept}, saved to {path}") in guard.error
+        assert (
+            f"in epoch {bad_epoch + 1}, batch 2; training stopped and the model was reset to its weights "
+            f"at {kept}, saved to {path}"
+        ) in guard.error
         reloaded = small_model(seed=1)
         reloaded.load_weights(path)
         assert weights_equal(reloaded.get_weights(), expected)
@@ -181,10 +183,22 @@ def test_trim_history(tmp_path):
 
 
 def cli_command(tmp_path, name):
-    return [sys.executable, "-m", "experiments.run", f"--dataset={tmp_path / 'toy.npz'}", "--epochs=6",
-            "--pretrain_epochs=1", "--num_constraints=300", "--latent_dim=2", "--batch_size=64",
-            "--eval_every=5", "--verbose=0", "--seed=3", f"--output_dir={tmp_path / name}",
-            f"--cache_dir={tmp_path / name / 'cache'}"]
+    return [
+        sys.executable,
+        "-m",
+        "experiments.run",
+        f"--dataset={tmp_path / 'toy.npz'}",
+        "--epochs=6",
+        "--pretrain_epochs=1",
+        "--num_constraints=300",
+        "--latent_dim=2",
+        "--batch_size=64",
+        "--eval_every=5",
+        "--verbose=0",
+        "--seed=3",
+        f"--output_dir={tmp_path / name}",
+        f"--cache_dir={tmp_path / name / 'cache'}",
+    ]
 
 
 def history(out):
@@ -196,8 +210,10 @@ def fixture_cli_runs(tmp_path_factory):
     """Two uninterrupted runs with the same seed (in parallel) and one killed after 2 epochs and restarted."""
     tmp_path = tmp_path_factory.mktemp("cli")
     toy_npz(tmp_path, 200)
-    procs = [subprocess.Popen(cli_command(tmp_path, name), cwd=REPO, stderr=subprocess.PIPE, text=True)
-             for name in ("a", "b", "killed")]
+    procs = [
+        subprocess.Popen(cli_command(tmp_path, name), cwd=REPO, stderr=subprocess.PIPE, text=True)
+        for name in ("a", "b", "killed")
+    ]
     log = tmp_path / "killed" / "runs" / "dcgmm-toy-seed3" / "history.csv"
     while procs[2].poll() is None and not (log.exists() and len(log.read_text().splitlines()) >= 3):
         time.sleep(0.02)
@@ -205,8 +221,7 @@ def fixture_cli_runs(tmp_path_factory):
     procs[2].wait()
     killed_epochs = len(pd.read_csv(log))
     backups = list((tmp_path / "killed" / "runs" / "dcgmm-toy-seed3").glob("backup-*/epoch-*.npz"))
-    restarted = subprocess.run(cli_command(tmp_path, "killed"), cwd=REPO, capture_output=True, text=True,
-                               timeout=600)
+    restarted = subprocess.run(cli_command(tmp_path, "killed"), cwd=REPO, capture_output=True, text=True, timeout=600)
     for proc in procs[:2]:
         assert proc.wait(timeout=600) == 0, proc.stderr.read()[-3000:]
     assert restarted.returncode == 0, restarted.stderr[-3000:]

@@ -29,8 +29,13 @@ for k in range(count):
 
 
 def start_writer(path, name, count):
-    return subprocess.Popen([sys.executable, "-c", WRITER, str(path), name, str(count)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path), name, str(count)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def check_rows(path):
@@ -74,10 +79,17 @@ def test_killed_writers_leave_only_complete_rows(tmp_path):
 def test_lock_of_a_killed_process_is_released(tmp_path):
     path = tmp_path / "results.csv"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import fcntl, os, sys, time\n"
-         "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\nfcntl.flock(fd, fcntl.LOCK_EX)\n"
-         "print('locked', flush=True)\ntime.sleep(600)", str(path)],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys, time\n"
+            "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\nfcntl.flock(fd, fcntl.LOCK_EX)\n"
+            "print('locked', flush=True)\ntime.sleep(600)",
+            str(path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout.readline().strip() == "locked"
     fd = os.open(path, os.O_RDWR)
     with pytest.raises(BlockingIOError):  # the lock is really held
@@ -130,8 +142,18 @@ def test_write_csv_atomically(tmp_path):
 
 
 def test_summarise_groups_by_config():
-    rows = pd.DataFrame({"dataset": ["d"] * 3, "method": ["m"] * 3, "num_pairs": [5] * 3, "q": [0.0] * 3,
-                         "alpha": [1.0] * 3, "epochs": [2] * 3, "config": ["x", "x", "y"], "acc": [0.5, 0.7, 0.9]})
+    rows = pd.DataFrame(
+        {
+            "dataset": ["d"] * 3,
+            "method": ["m"] * 3,
+            "num_pairs": [5] * 3,
+            "q": [0.0] * 3,
+            "alpha": [1.0] * 3,
+            "epochs": [2] * 3,
+            "config": ["x", "x", "y"],
+            "acc": [0.5, 0.7, 0.9],
+        }
+    )
     summary = results.summarise(rows)
     assert summary["runs"].tolist() == [2, 1]
     assert summary["acc_mean"].tolist() == pytest.approx([0.6, 0.9])

@@ -19,10 +19,22 @@ METRICS = ["acc", "nmi", "ari", "constraint_satisfaction", "start_acc"]
 @pytest.fixture(name="toy")
 def fixture_toy(tmp_path):
     """toy.npz (600 training, 100 test samples), a tiny config and a runtime config writing under tmp_path."""
-    config = RunConfig(dataset=toy_npz(tmp_path, 600), epochs=2, pretrain_epochs=1, num_constraints=100,
-                       latent_dim=2, batch_size=32, restart_every=2)
-    runtime = RuntimeConfig(deterministic=False, verbose=0, eval_every=1, output_dir=str(tmp_path / "out"),
-                            cache_dir=str(tmp_path / "cache"))
+    config = RunConfig(
+        dataset=toy_npz(tmp_path, 600),
+        epochs=2,
+        pretrain_epochs=1,
+        num_constraints=100,
+        latent_dim=2,
+        batch_size=32,
+        restart_every=2,
+    )
+    runtime = RuntimeConfig(
+        deterministic=False,
+        verbose=0,
+        eval_every=1,
+        output_dir=str(tmp_path / "out"),
+        cache_dir=str(tmp_path / "cache"),
+    )
     return config, runtime
 
 
@@ -31,8 +43,9 @@ def test_python_call_gives_the_row_of_the_runner(toy, tmp_path):
     summary = run.run(config, runtime)
     row = pd.read_csv(tmp_path / "out" / "results.csv").iloc[0]
     data = load_dataset(config.dataset)
-    python_row, trained, y_test, clusters = evaluation.train_and_evaluate(config, data, dataclasses.replace(
-        runtime, output_dir=str(tmp_path / "python")))
+    python_row, trained, y_test, clusters = evaluation.train_and_evaluate(
+        config, data, dataclasses.replace(runtime, output_dir=str(tmp_path / "python"))
+    )
     assert python_row["acc"] == evaluation.metrics.cluster_accuracy(y_test, clusters)
     assert python_row["config"] == row["config"] == config.key()
     assert python_row["seed"] == row["seed"] == 0 and python_row["num_pairs"] == row["num_pairs"] == 100
@@ -49,9 +62,23 @@ def test_runner_main_builds_its_configs_from_the_flags(toy, tmp_path):
     values = flags.FLAGS
     values.unparse_flags()
     try:
-        values(["run", f"--dataset={config.dataset}", "--epochs=2", "--pretrain_epochs=1", "--num_constraints=100",
-                "--latent_dim=2", "--batch_size=32", "--restart_every=2", "--nodeterministic", "--verbose=0",
-                "--eval_every=1", f"--output_dir={runtime.output_dir}", f"--cache_dir={runtime.cache_dir}"])
+        values(
+            [
+                "run",
+                f"--dataset={config.dataset}",
+                "--epochs=2",
+                "--pretrain_epochs=1",
+                "--num_constraints=100",
+                "--latent_dim=2",
+                "--batch_size=32",
+                "--restart_every=2",
+                "--nodeterministic",
+                "--verbose=0",
+                "--eval_every=1",
+                f"--output_dir={runtime.output_dir}",
+                f"--cache_dir={runtime.cache_dir}",
+            ]
+        )
         assert run.configs(values) == (config, runtime)
     finally:
         values.unparse_flags()
@@ -75,13 +102,17 @@ def test_default_start_uses_the_links_and_leaves_vade_as_the_paper(toy, caplog):
     assert "mixture initialised" not in log and "restarted" not in log
     vade_paper, _ = logged(method="vade", cluster_init="gmm", restart_every=0)
     assert [vade[m] for m in ("start_acc", "acc", "nmi", "ari")] == pytest.approx(
-        [vade_paper[m] for m in ("start_acc", "acc", "nmi", "ari")], abs=1e-6)
+        [vade_paper[m] for m in ("start_acc", "acc", "nmi", "ari")], abs=1e-6
+    )
 
 
 def test_pretrain_seed_shares_one_pretrained_model_across_runs(toy, tmp_path):
     config, runtime = toy
-    run.run(dataclasses.replace(config, seed=5, pretrain_seed=3, cluster_init="gmm", restart_every=0, epochs=1),
-            runtime, runs=2)
+    run.run(
+        dataclasses.replace(config, seed=5, pretrain_seed=3, cluster_init="gmm", restart_every=0, epochs=1),
+        runtime,
+        runs=2,
+    )
     caches = list((tmp_path / "cache").glob("*.weights.h5"))
     assert len(caches) == 1 and "-seed3-" in caches[0].name
     rows = pd.read_csv(tmp_path / "out" / "results.csv")
@@ -95,10 +126,18 @@ def test_finished_runs_are_skipped(toy, tmp_path, monkeypatch):
 
     def fake_train_and_evaluate(config, data, runtime):
         calls.append(config.seed)
-        row = {"dataset": data.name, "method": config.method, "seed": config.seed, "epochs": config.epochs,
-               "num_pairs": 10, "acc": 0.5, "nmi": 0.5, "ari": 0.5, "config": config.key()}
-        return evaluation.RunResult(row, evaluation.TrainedModel(None, {}, np.nan), np.array([0, 1]),
-                                    np.array([1, 0]))
+        row = {
+            "dataset": data.name,
+            "method": config.method,
+            "seed": config.seed,
+            "epochs": config.epochs,
+            "num_pairs": 10,
+            "acc": 0.5,
+            "nmi": 0.5,
+            "ari": 0.5,
+            "config": config.key(),
+        }
+        return evaluation.RunResult(row, evaluation.TrainedModel(None, {}, np.nan), np.array([0, 1]), np.array([1, 0]))
 
     monkeypatch.setattr(runs, "train_and_evaluate", fake_train_and_evaluate)
     data = load_dataset(config.dataset)
@@ -130,8 +169,9 @@ def test_baselines_train_behind_the_same_interface(toy, tmp_path):
     config, runtime = toy
     data = load_dataset(config.dataset)
     pck = dataclasses.replace(config, method="pckmeans", epochs=5, restart_every=10)
-    trained = training.train(pck, data, prepared.make_constraints(pck, data.y_train), run_dir=tmp_path / "pck",
-                             runtime=runtime)
+    trained = training.train(
+        pck, data, prepared.make_constraints(pck, data.y_train), run_dir=tmp_path / "pck", runtime=runtime
+    )
     assert np.isnan(trained.start_acc) and "changed" in trained.history
     assert len(pd.read_csv(tmp_path / "pck" / "history.csv")) == len(trained.history["changed"])
     assert set(evaluation.predict_clusters(trained.model, data.x_test)) <= {0, 1}
@@ -152,8 +192,9 @@ def test_steps_per_execution_leaves_the_training_unchanged():
     for steps in (1, 7, 32):
         model = small_model()
         keras.utils.set_random_seed(0)
-        history = fit_mixture(model, x, constraints, FitSchedule(2, batch_size=32), verbose=0,
-                              steps_per_execution=steps)
+        history = fit_mixture(
+            model, x, constraints, FitSchedule(2, batch_size=32), verbose=0, steps_per_execution=steps
+        )
         trained.append((model.get_weights(), history["loss"], int(model.optimizer.iterations)))
     for weights, losses, iterations in trained[1:]:
         assert weights_equal(weights, trained[0][0]) and losses == trained[0][1] and iterations == trained[0][2]

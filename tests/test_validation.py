@@ -45,19 +45,22 @@ def _with(x, index, value):
     return x
 
 
-@pytest.mark.parametrize("case, kwargs, match", [
-    ("nan", {}, r"1 NaN or infinite value\(s\), the first at index \(3, 2\)"),
-    ("inf", {}, "NaN or infinite"),
-    ("rank1", {}, r"rank >= 2.*got shape \(30,\)"),
-    ("shape", dict(sample_shape=(5,)), r"model expects \(5,\)"),
-    ("empty", {}, "no samples"),
-    ("strings", {}, "must be numeric"),
-    ("labels", {}, r"30 samples but its labels have shape \(29,\)"),
-    ("float_labels", {}, "labels of x must be integers"),
-    ("clusters", dict(num_clusters=31), "30 samples, fewer than the 31 clusters"),
-    ("range", dict(likelihood="bernoulli"), r"values in \[0\.\d+, 1.5\].*Bernoulli.*divide 8-bit pixels by 255"),
-    ("negative", dict(likelihood="bernoulli"), r"values in \[-0.1, "),
-])
+@pytest.mark.parametrize(
+    "case, kwargs, match",
+    [
+        ("nan", {}, r"1 NaN or infinite value\(s\), the first at index \(3, 2\)"),
+        ("inf", {}, "NaN or infinite"),
+        ("rank1", {}, r"rank >= 2.*got shape \(30,\)"),
+        ("shape", dict(sample_shape=(5,)), r"model expects \(5,\)"),
+        ("empty", {}, "no samples"),
+        ("strings", {}, "must be numeric"),
+        ("labels", {}, r"30 samples but its labels have shape \(29,\)"),
+        ("float_labels", {}, "labels of x must be integers"),
+        ("clusters", dict(num_clusters=31), "30 samples, fewer than the 31 clusters"),
+        ("range", dict(likelihood="bernoulli"), r"values in \[0\.\d+, 1.5\].*Bernoulli.*divide 8-bit pixels by 255"),
+        ("negative", dict(likelihood="bernoulli"), r"values in \[-0.1, "),
+    ],
+)
 def test_check_data_rejects(case, kwargs, match):
     x, y = good_data()
     labels = None
@@ -89,10 +92,15 @@ def test_entry_points_check_their_input():
         constrained_dataset(_with(x, (0, 0), np.nan), batch_size=8)
     with pytest.raises(ValueError, match="rank >= 2"):
         constrained_dataset(x[:, 0], batch_size=8)
-    model = DCGMM((4,), num_clusters=3, encoder=MLPEncoder(2, (8,), name="encoder"),
-                  decoder=MLPDecoder(4, (8,), name="decoder"))
-    for bad, match in ((x * 2, "Bernoulli"), (x[:2], "fewer than the 3 clusters"), (x[:, :3], "model expects"),
-                       (_with(x, (0, 1), np.inf), "infinite")):
+    model = DCGMM(
+        (4,), num_clusters=3, encoder=MLPEncoder(2, (8,), name="encoder"), decoder=MLPDecoder(4, (8,), name="decoder")
+    )
+    for bad, match in (
+        (x * 2, "Bernoulli"),
+        (x[:2], "fewer than the 3 clusters"),
+        (x[:, :3], "model expects"),
+        (_with(x, (0, 1), np.inf), "infinite"),
+    ):
         with pytest.raises(ValueError, match=match):
             pretrain(model, bad, epochs=0)
 
@@ -104,8 +112,7 @@ def test_truncated_or_corrupt_npz(tmp_path):
     x, y = good_data()
     np.savez(tmp_path / "good.npz", x_train=x, y_train=y, x_test=x, y_test=y)
     raw = (tmp_path / "good.npz").read_bytes()
-    for name, data in (("truncated", raw[:len(raw) // 2]), ("garbage", b"not a zip file" * 10),
-                       ("empty", b"")):
+    for name, data in (("truncated", raw[: len(raw) // 2]), ("garbage", b"not a zip file" * 10), ("empty", b"")):
         (tmp_path / f"{name}.npz").write_bytes(data)
         with pytest.raises(ValueError, match=f"{name}.npz is not a readable .npz file.*truncated or corrupt"):
             load_dataset(str(tmp_path / f"{name}.npz"))
@@ -114,25 +121,31 @@ def test_truncated_or_corrupt_npz(tmp_path):
 # ----------------------------------------------------------------- flags ---
 
 
-@pytest.mark.parametrize("flag, message", [
-    ("--epochs=0", "flag --epochs=0: 0 is not a positive integer"),
-    ("--batch_size=-5", "flag --batch_size=-5: -5 is not integer >= 2"),
-    ("--q=0.5", "--q must be in [0, 0.5)"),
-    ("--q=-0.1", "--q must be in [0, 0.5)"),
-    ("--alpha=0", "--alpha must be a finite number > 0"),
-    ("--alpha=-3", "--alpha must be a finite number > 0"),
-    ("--method=kmeans", "flag --method=kmeans: value should be one of <dcgmm|vade|"),
-    ("--constraints_file=c.csv --max_train_samples=100", "cannot be combined with max_train_samples"),
-    ("--cluster_init=labels --method=sdec", "cluster_init applies to method dcgmm or vade only"),
-    ("--init_components=40 --method=pckmeans", "init_components applies to method dcgmm or vade only"),
-    ("--init_components=1", "--init_components must be 0 (automatic) or at least 2."),
-    ("--restart_every=5 --cluster_init=gmm", "restart_every needs cluster_init merge or latent_class"),
-    ("--pretrain_seed=-2", "--pretrain_seed must be -1 (the run's seed) or a seed >= 0"),
-    ("--init_labels_per_class=5", "init_labels_per_class needs cluster_init labels."),
-    ("--init_labels_per_class=1 --cluster_init=labels", "--init_labels_per_class must be 0 (all labels) or at least 2"),
-    ("--vgg_filters=32,x", "--vgg_filters must be one or more positive filter counts"),
-    ("--jit_compile", "jit_compile needs deterministic off"),
-])
+@pytest.mark.parametrize(
+    "flag, message",
+    [
+        ("--epochs=0", "flag --epochs=0: 0 is not a positive integer"),
+        ("--batch_size=-5", "flag --batch_size=-5: -5 is not integer >= 2"),
+        ("--q=0.5", "--q must be in [0, 0.5)"),
+        ("--q=-0.1", "--q must be in [0, 0.5)"),
+        ("--alpha=0", "--alpha must be a finite number > 0"),
+        ("--alpha=-3", "--alpha must be a finite number > 0"),
+        ("--method=kmeans", "flag --method=kmeans: value should be one of <dcgmm|vade|"),
+        ("--constraints_file=c.csv --max_train_samples=100", "cannot be combined with max_train_samples"),
+        ("--cluster_init=labels --method=sdec", "cluster_init applies to method dcgmm or vade only"),
+        ("--init_components=40 --method=pckmeans", "init_components applies to method dcgmm or vade only"),
+        ("--init_components=1", "--init_components must be 0 (automatic) or at least 2."),
+        ("--restart_every=5 --cluster_init=gmm", "restart_every needs cluster_init merge or latent_class"),
+        ("--pretrain_seed=-2", "--pretrain_seed must be -1 (the run's seed) or a seed >= 0"),
+        ("--init_labels_per_class=5", "init_labels_per_class needs cluster_init labels."),
+        (
+            "--init_labels_per_class=1 --cluster_init=labels",
+            "--init_labels_per_class must be 0 (all labels) or at least 2",
+        ),
+        ("--vgg_filters=32,x", "--vgg_filters must be one or more positive filter counts"),
+        ("--jit_compile", "jit_compile needs deterministic off"),
+    ],
+)
 def test_bad_flags_are_rejected_with_message(flag, message):
     """Parsed in this process: single-flag rules by absl (bounds, choices, validators), the rest by the configs."""
     from experiments import run
@@ -147,17 +160,21 @@ def test_bad_flags_are_rejected_with_message(flag, message):
     assert message in str(error.value)
 
 
-@pytest.mark.parametrize("runner, args, message", [
-    ("run", ["--epochs=0"], "flag --epochs=0: 0 is not a positive integer"),
-    ("run", ["--dataset=missing.npz"], "error: Dataset file not found: missing.npz"),
-    ("table1", ["--overrides=sdec.nosuch=3", "--methods=sdec"], "error: unknown setting(s) ['nosuch']"),
-    ("fig_samples", ["--restart_every=5", "--cluster_init=gmm"], "error: restart_every needs cluster_init merge"),
-    ("init_quality", ["--strategies=bogus"], "error: --strategies must be among"),
-])
+@pytest.mark.parametrize(
+    "runner, args, message",
+    [
+        ("run", ["--epochs=0"], "flag --epochs=0: 0 is not a positive integer"),
+        ("run", ["--dataset=missing.npz"], "error: Dataset file not found: missing.npz"),
+        ("table1", ["--overrides=sdec.nosuch=3", "--methods=sdec"], "error: unknown setting(s) ['nosuch']"),
+        ("fig_samples", ["--restart_every=5", "--cluster_init=gmm"], "error: restart_every needs cluster_init merge"),
+        ("init_quality", ["--strategies=bogus"], "error: --strategies must be among"),
+    ],
+)
 def test_every_runner_reports_bad_input_in_one_line(runner, args, message):
     """The command line itself: exit status 1 and the message on stderr, never a traceback."""
-    proc = subprocess.run([sys.executable, "-m", f"experiments.{runner}", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", f"experiments.{runner}", *args], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 1
     assert message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     if message.startswith("error: "):  # the program's own report is its last line
@@ -174,8 +191,15 @@ def fixture_cli(tmp_path):
 
     def call(*args):
         FLAGS.unparse_flags()
-        FLAGS(["run", f"--dataset={tmp_path / 'toy.npz'}", f"--output_dir={tmp_path / 'out'}", "--deterministic=false",
-               *args])
+        FLAGS(
+            [
+                "run",
+                f"--dataset={tmp_path / 'toy.npz'}",
+                f"--output_dir={tmp_path / 'out'}",
+                "--deterministic=false",
+                *args,
+            ]
+        )
         with pytest.raises(SystemExit) as exit_info:
             exit_on_user_error(run.main)(["run"])
         return str(exit_info.value.code)
@@ -189,10 +213,15 @@ def test_cli_reports_bad_data_and_constraints(cli, tmp_path):
     assert cli(f"--dataset={tmp_path / 'nothing.npz'}") == f"error: Dataset file not found: {tmp_path / 'nothing.npz'}"
     assert "40 samples, fewer than the 50 clusters" in cli("--num_clusters=50")
     assert "Cannot draw 781 distinct pairs: only 780" in cli("--num_constraints=781")
-    for rows, match in (("0,40,1", "line 2: j=40 is out of range"), ("-1,2,1", "line 2: i=-1 is negative"),
-                        ("0,1.5,1", "j='1.5' is not an integer"), ("3,3,1", "i == j == 3"),
-                        ("0,x,1", "j='x' is not a number"), ("0,1", "missing value for 'weight'"),
-                        ("0,1,1\n1,0,-1", r"Pair (0, 1) is given both as a must-link and as a cannot-link")):
+    for rows, match in (
+        ("0,40,1", "line 2: j=40 is out of range"),
+        ("-1,2,1", "line 2: i=-1 is negative"),
+        ("0,1.5,1", "j='1.5' is not an integer"),
+        ("3,3,1", "i == j == 3"),
+        ("0,x,1", "j='x' is not a number"),
+        ("0,1", "missing value for 'weight'"),
+        ("0,1,1\n1,0,-1", r"Pair (0, 1) is given both as a must-link and as a cannot-link"),
+    ):
         (tmp_path / "c.csv").write_text(f"i,j,weight\n{rows}\n")
         message = cli(f"--constraints_file={tmp_path / 'c.csv'}")
         assert message.startswith("error: ") and match in message, message

@@ -11,9 +11,15 @@ from dcgmm_tf.networks import MLPEncoder, VGGDecoder, VGGEncoder
 
 
 def vgg_model(likelihood="bernoulli", shape=(8, 8, 1), filters=(4, 8)):
-    return DCGMM(shape, num_clusters=3, latent_dim=5, likelihood=likelihood, seed=0,
-                 encoder=VGGEncoder(5, filters, name="encoder"),
-                 decoder=VGGDecoder(shape, filters, likelihood, name="decoder"))
+    return DCGMM(
+        shape,
+        num_clusters=3,
+        latent_dim=5,
+        likelihood=likelihood,
+        seed=0,
+        encoder=VGGEncoder(5, filters, name="encoder"),
+        decoder=VGGDecoder(shape, filters, likelihood, name="decoder"),
+    )
 
 
 @pytest.mark.parametrize("likelihood, channels", [("bernoulli", 3), ("gaussian", 6)])
@@ -45,8 +51,7 @@ def test_keras_round_trip_and_tiny_fit(tmp_path):
     before = [w.numpy().copy() for w in model.encoder.weights]
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
     constraints = ConstraintSet.from_labels(labels, 20, seed=0)
-    history = model.fit(constrained_dataset(x, constraints, batch_size=8, seed=0), epochs=2, verbose=0,
-                        shuffle=False)
+    history = model.fit(constrained_dataset(x, constraints, batch_size=8, seed=0), epochs=2, verbose=0, shuffle=False)
     assert all(np.isfinite(v).all() for v in history.history.values())
     assert history.history["constraint"][0] != 0
     assert any(not np.allclose(b, w.numpy()) for b, w in zip(before, model.encoder.weights))

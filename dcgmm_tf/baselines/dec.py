@@ -39,7 +39,7 @@ def student_t_log_assignments(z, centers, alpha: float = 1.0):
 def target_distribution(q: np.ndarray) -> np.ndarray:
     """DEC's auxiliary target ``p_ik = (q_ik^2 / f_k) / sum_k' (q_ik'^2 / f_k')`` with ``f_k = sum_i q_ik``."""
     q = np.asarray(q, np.float64)
-    weight = q ** 2 / q.sum(axis=0)
+    weight = q**2 / q.sum(axis=0)
     return (weight / weight.sum(axis=1, keepdims=True)).astype(np.float32)
 
 
@@ -89,8 +89,9 @@ class ClusteringLayer(keras.layers.Layer):
         self.num_clusters, self.alpha = int(num_clusters), float(alpha)
 
     def build(self, input_shape):
-        self.centers = self.add_weight(shape=(self.num_clusters, input_shape[-1]), initializer="glorot_uniform",
-                                       name="centers")
+        self.centers = self.add_weight(
+            shape=(self.num_clusters, input_shape[-1]), initializer="glorot_uniform", name="centers"
+        )
 
     def log_assignments(self, z):
         """``log q`` of shape ``[B, K]``."""
@@ -103,8 +104,9 @@ class ClusteringLayer(keras.layers.Layer):
         return {**super().get_config(), "num_clusters": self.num_clusters, "alpha": self.alpha}
 
 
-def shuffled_batches(arrays: dict[str, np.ndarray], batch_size: int, rng: np.random.Generator,
-                     extra: dict[str, np.ndarray] | None = None) -> tf.data.Dataset:
+def shuffled_batches(
+    arrays: dict[str, np.ndarray], batch_size: int, rng: np.random.Generator, extra: dict[str, np.ndarray] | None = None
+) -> tf.data.Dataset:
     """One epoch of shuffled mini-batches of a dict of equally long arrays, optionally zipped with a cycled second
     dict, as a tf.data graph (Python once per epoch: the orders; the rows are gathered by TensorFlow ops).
 
@@ -116,13 +118,13 @@ def shuffled_batches(arrays: dict[str, np.ndarray], batch_size: int, rng: np.ran
     n = len(next(iter(arrays.values())))
     order = rng.permutation(n)
     num_batches = math.ceil(n / batch_size)
-    parts = [(arrays, [order[b * batch_size:(b + 1) * batch_size] for b in range(num_batches)])]
+    parts = [(arrays, [order[b * batch_size : (b + 1) * batch_size] for b in range(num_batches)])]
     if extra:
         size = len(next(iter(extra.values())))
         extra_batch = math.ceil(size / num_batches)
         reps = math.ceil(extra_batch * num_batches / size)
         extra_order = np.concatenate([rng.permutation(size) for _ in range(reps)])
-        parts.append((extra, [extra_order[b * extra_batch:(b + 1) * extra_batch] for b in range(num_batches)]))
+        parts.append((extra, [extra_order[b * extra_batch : (b + 1) * extra_batch] for b in range(num_batches)]))
     sequence = list(range(num_batches))
     random.shuffle(sequence)
     slices, gathers = {}, []
@@ -135,7 +137,7 @@ def shuffled_batches(arrays: dict[str, np.ndarray], batch_size: int, rng: np.ran
     def batch(element: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         out = {}
         for number, tensors in enumerate(gathers):
-            rows = element[f"rows{number}"][:element[f"lengths{number}"]]
+            rows = element[f"rows{number}"][: element[f"lengths{number}"]]
             out.update({name: tf.gather(tensor, rows) for name, tensor in tensors.items()})
         return out
 
@@ -173,8 +175,9 @@ class DECModel(keras.Model):
 
     def _apply(self, tape: tf.GradientTape, loss, values: dict) -> dict:
         grads = tape.gradient(loss, self.trainable_variables)
-        self.optimizer.apply([g for g in grads if g is not None],
-                             [v for g, v in zip(grads, self.trainable_variables) if g is not None])
+        self.optimizer.apply(
+            [g for g in grads if g is not None], [v for g, v in zip(grads, self.trainable_variables) if g is not None]
+        )
         for name, value in values.items():
             self.trackers[name].update_state(value)
         return {name: self.trackers[name].result() for name in values}
@@ -187,13 +190,21 @@ class DECModel(keras.Model):
         self.clustering.centers.assign(kmeans.cluster_centers_.astype(np.float32))
         return kmeans.labels_
 
-    def train_epoch(self, x: np.ndarray, p: np.ndarray, constraints: ConstraintSet, batch_size: int,
-                    rng: np.random.Generator) -> dict[str, float]:
+    def train_epoch(
+        self, x: np.ndarray, p: np.ndarray, constraints: ConstraintSet, batch_size: int, rng: np.random.Generator
+    ) -> dict[str, float]:
         raise NotImplementedError
 
-    def fit_clusters(self, x: np.ndarray, constraints: ConstraintSet, epochs: int, batch_size: int = 256,
-                     tol: float = 1e-3, seed: int = 0,
-                     callback: Callable[[int, dict], None] | None = None) -> list[dict]:
+    def fit_clusters(
+        self,
+        x: np.ndarray,
+        constraints: ConstraintSet,
+        epochs: int,
+        batch_size: int = 256,
+        tol: float = 1e-3,
+        seed: int = 0,
+        callback: Callable[[int, dict], None] | None = None,
+    ) -> list[dict]:
         """Alternate target refreshes and training epochs until ``tol`` or ``epochs``; returns one log per epoch.
 
         ``callback(epoch, log)``, if given, runs after each epoch (e.g. to evaluate on a test split).
@@ -208,8 +219,12 @@ class DECModel(keras.Model):
                 history.append({"epoch": epoch, "changed": changed, "stopped": True})
                 break
             previous = labels
-            log = {"epoch": epoch, "changed": changed, "stopped": False,
-                   **self.train_epoch(x, target_distribution(q), constraints, batch_size, rng)}
+            log = {
+                "epoch": epoch,
+                "changed": changed,
+                "stopped": False,
+                **self.train_epoch(x, target_distribution(q), constraints, batch_size, rng),
+            }
             if callback is not None:
                 callback(epoch, log)
             history.append(log)
@@ -225,8 +240,9 @@ class SDEC(DECModel):
 
     loss_names = ("loss", "cluster_kl", "pairwise")
 
-    def __init__(self, encoder: keras.layers.Layer, num_clusters: int, pair_weight: float = 1e-5,
-                 alpha: float = 1.0, **kwargs):
+    def __init__(
+        self, encoder: keras.layers.Layer, num_clusters: int, pair_weight: float = 1e-5, alpha: float = 1.0, **kwargs
+    ):
         super().__init__(encoder, num_clusters, alpha, **kwargs)
         self.pair_weight = float(pair_weight)
 
@@ -234,8 +250,9 @@ class SDEC(DECModel):
         with tf.GradientTape() as tape:
             kl = clustering_kl(data["p"], self.log_assignments(data["x"], training=True))
             if "x_i" in data:
-                pairwise = pairwise_distance_loss(self.encoder(data["x_i"], training=True),
-                                                  self.encoder(data["x_j"], training=True), data["sign"])
+                pairwise = pairwise_distance_loss(
+                    self.encoder(data["x_i"], training=True), self.encoder(data["x_j"], training=True), data["sign"]
+                )
             else:
                 pairwise = ops.zeros_like(kl)
             loss = kl + self.pair_weight * pairwise
@@ -243,8 +260,9 @@ class SDEC(DECModel):
 
     def train_epoch(self, x, p, constraints, batch_size, rng):
         pairs = pair_arrays(x, constraints) if len(constraints) else None
-        history = self.fit(shuffled_batches({"x": x, "p": p}, batch_size, rng, extra=pairs), epochs=1, verbose=0,
-                           shuffle=False)
+        history = self.fit(
+            shuffled_batches({"x": x, "p": p}, batch_size, rng, extra=pairs), epochs=1, verbose=0, shuffle=False
+        )
         return {name: values[-1] for name, values in history.history.items()}
 
 
@@ -254,9 +272,17 @@ class CIDEC(DECModel):
 
     loss_names = ("loss", "reconstruction", "cluster_kl", "must_link", "cannot_link")
 
-    def __init__(self, encoder: keras.layers.Layer, decoder: keras.layers.Layer, num_clusters: int,
-                 gamma: float = 0.1, ml_penalty: float = 0.1, cl_penalty: float = 1.0, alpha: float = 1.0,
-                 **kwargs):
+    def __init__(
+        self,
+        encoder: keras.layers.Layer,
+        decoder: keras.layers.Layer,
+        num_clusters: int,
+        gamma: float = 0.1,
+        ml_penalty: float = 0.1,
+        cl_penalty: float = 1.0,
+        alpha: float = 1.0,
+        **kwargs,
+    ):
         super().__init__(encoder, num_clusters, alpha, **kwargs)
         self.decoder = decoder
         self.gamma, self.ml_penalty, self.cl_penalty = float(gamma), float(ml_penalty), float(cl_penalty)
@@ -270,12 +296,14 @@ class CIDEC(DECModel):
                 loss = reconstruction + self.gamma * kl
                 values = {"reconstruction": reconstruction, "cluster_kl": kl}
             elif "ml_i" in data:  # must-link batch
-                pair = must_link_loss(self.log_assignments(data["ml_i"], training=True),
-                                      self.log_assignments(data["ml_j"], training=True))
+                pair = must_link_loss(
+                    self.log_assignments(data["ml_i"], training=True), self.log_assignments(data["ml_j"], training=True)
+                )
                 loss, values = self.ml_penalty * pair, {"must_link": pair}
             else:  # cannot-link batch
-                pair = cannot_link_loss(self.log_assignments(data["cl_i"], training=True),
-                                        self.log_assignments(data["cl_j"], training=True))
+                pair = cannot_link_loss(
+                    self.log_assignments(data["cl_i"], training=True), self.log_assignments(data["cl_j"], training=True)
+                )
                 loss, values = self.cl_penalty * pair, {"cannot_link": pair}
         return self._apply(tape, loss, {"loss": loss, **values})
 

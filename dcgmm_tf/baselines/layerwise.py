@@ -24,18 +24,22 @@ class StackedAutoencoder(keras.Model):
     The embedding layer and the output layer are linear.
     """
 
-    def __init__(self, input_dim: int, latent_dim: int = 10, hidden_units: Sequence[int] = PAPER_HIDDEN_UNITS,
-                 **kwargs):
+    def __init__(
+        self, input_dim: int, latent_dim: int = 10, hidden_units: Sequence[int] = PAPER_HIDDEN_UNITS, **kwargs
+    ):
         super().__init__(**kwargs)
         self.input_dim, self.latent_dim = int(input_dim), int(latent_dim)
         self.hidden_units = tuple(int(u) for u in hidden_units)
         self.encoder = keras.Sequential(
             [keras.layers.Dense(u, activation="relu", name=f"enc_{n}") for n, u in enumerate(self.hidden_units)]
-            + [keras.layers.Dense(self.latent_dim, name="embedding")], name="encoder")
+            + [keras.layers.Dense(self.latent_dim, name="embedding")],
+            name="encoder",
+        )
         self.decoder = keras.Sequential(
-            [keras.layers.Dense(u, activation="relu", name=f"dec_{n}")
-             for n, u in enumerate(self.hidden_units[::-1])]
-            + [keras.layers.Dense(self.input_dim, name="reconstruction")], name="decoder")
+            [keras.layers.Dense(u, activation="relu", name=f"dec_{n}") for n, u in enumerate(self.hidden_units[::-1])]
+            + [keras.layers.Dense(self.input_dim, name="reconstruction")],
+            name="decoder",
+        )
         self.build((None, self.input_dim))
 
     def build(self, input_shape):
@@ -46,14 +50,27 @@ class StackedAutoencoder(keras.Model):
         return self.decoder(self.encoder(x, training=training), training=training)
 
     def get_config(self):
-        return {**super().get_config(), "input_dim": self.input_dim, "latent_dim": self.latent_dim,
-                "hidden_units": list(self.hidden_units)}
+        return {
+            **super().get_config(),
+            "input_dim": self.input_dim,
+            "latent_dim": self.latent_dim,
+            "hidden_units": list(self.hidden_units),
+        }
 
 
-def pretrain_layerwise(autoencoder: StackedAutoencoder, x: np.ndarray, *, layer_epochs: int = 50,
-                       finetune_epochs: int = 100, batch_size: int = 256, dropout: float = 0.2,
-                       learning_rate: float = 1e-3, seed: int = 0,
-                       cache_path: str | os.PathLike | None = None, verbose: int = 0) -> bool:
+def pretrain_layerwise(
+    autoencoder: StackedAutoencoder,
+    x: np.ndarray,
+    *,
+    layer_epochs: int = 50,
+    finetune_epochs: int = 100,
+    batch_size: int = 256,
+    dropout: float = 0.2,
+    learning_rate: float = 1e-3,
+    seed: int = 0,
+    cache_path: str | os.PathLike | None = None,
+    verbose: int = 0,
+) -> bool:
     """Greedy layer-wise denoising pretraining, then end-to-end fine-tuning, both with Adam on the MSE.
 
     Reuses ``cache_path`` (``.weights.h5``) if it exists, and writes it otherwise; returns True on a cache hit.
@@ -68,8 +85,17 @@ def pretrain_layerwise(autoencoder: StackedAutoencoder, x: np.ndarray, *, layer_
     return False
 
 
-def _pretrain(autoencoder: StackedAutoencoder, x: np.ndarray, layer_epochs: int, finetune_epochs: int,
-              batch_size: int, dropout: float, learning_rate: float, seed: int, verbose: int) -> None:
+def _pretrain(
+    autoencoder: StackedAutoencoder,
+    x: np.ndarray,
+    layer_epochs: int,
+    finetune_epochs: int,
+    batch_size: int,
+    dropout: float,
+    learning_rate: float,
+    seed: int,
+    verbose: int,
+) -> None:
     """The layer-wise denoising stages, then the fine-tuning of the whole autoencoder."""
     h = np.asarray(x, np.float32)
     if layer_epochs:
@@ -77,7 +103,7 @@ def _pretrain(autoencoder: StackedAutoencoder, x: np.ndarray, layer_epochs: int,
             stage = keras.Sequential([keras.layers.Dropout(dropout, seed=seed), encode, decode])
             stage.compile(optimizer=keras.optimizers.Adam(learning_rate), loss="mse")
             stage.fit(h, h, batch_size=batch_size, epochs=layer_epochs, shuffle=True, verbose=verbose)
-            h = np.concatenate([keras.ops.convert_to_numpy(encode(h[s:s + 4096])) for s in range(0, len(h), 4096)])
+            h = np.concatenate([keras.ops.convert_to_numpy(encode(h[s : s + 4096])) for s in range(0, len(h), 4096)])
     if finetune_epochs:
         autoencoder.compile(optimizer=keras.optimizers.Adam(learning_rate), loss="mse")
         autoencoder.fit(x, x, batch_size=batch_size, epochs=finetune_epochs, shuffle=True, verbose=verbose)

@@ -84,7 +84,7 @@ class PCKMeans:
 
     def _initial_centroids(self, x: np.ndarray, constraints: ConstraintSet, rng: np.random.Generator) -> np.ndarray:
         """Means of the K largest must-link neighbourhoods, filled up by k-means++ sampling when fewer."""
-        hoods = must_link_neighbourhoods(constraints)[:self.num_clusters]
+        hoods = must_link_neighbourhoods(constraints)[: self.num_clusters]
         centroids = [x[h].mean(axis=0) for h in hoods]
         if not centroids:
             centroids.append(x[rng.integers(len(x))])
@@ -96,23 +96,27 @@ class PCKMeans:
             nearest = np.minimum(nearest, squared_distances(x, x[pick][None])[:, 0])
         return np.stack(centroids)
 
-    def _penalties(self, rows: np.ndarray, labels: np.ndarray, must: sparse.csr_matrix,
-                   cannot: sparse.csr_matrix) -> np.ndarray:
+    def _penalties(
+        self, rows: np.ndarray, labels: np.ndarray, must: sparse.csr_matrix, cannot: sparse.csr_matrix
+    ) -> np.ndarray:
         """``w * (violated must-links + violated cannot-links)`` of each sample in ``rows`` for each cluster."""
-        onehot = sparse.csr_matrix((np.ones(len(labels)), (np.arange(len(labels)), labels)),
-                                   shape=(len(labels), self.num_clusters))
+        onehot = sparse.csr_matrix(
+            (np.ones(len(labels)), (np.arange(len(labels)), labels)), shape=(len(labels), self.num_clusters)
+        )
         must_rows = must[rows]
         same = (must_rows @ onehot).toarray()
         violated_must = np.asarray(must_rows.sum(axis=1)) - same  # must-neighbours outside cluster h
         violated_cannot = (cannot[rows] @ onehot).toarray()  # cannot-neighbours inside cluster h
         return self.weight * (violated_must + violated_cannot)
 
-    def _update_centroids(self, x: np.ndarray, labels: np.ndarray, distances: np.ndarray,
-                          centroids: np.ndarray) -> np.ndarray:
+    def _update_centroids(
+        self, x: np.ndarray, labels: np.ndarray, distances: np.ndarray, centroids: np.ndarray
+    ) -> np.ndarray:
         """Cluster means; an empty cluster is re-seeded with the sample farthest from its own centroid."""
         counts = np.bincount(labels, minlength=self.num_clusters)
-        members = sparse.csr_matrix((np.ones(len(x), np.float32), (labels, np.arange(len(x)))),
-                                    shape=(self.num_clusters, len(x)))
+        members = sparse.csr_matrix(
+            (np.ones(len(x), np.float32), (labels, np.arange(len(x)))), shape=(self.num_clusters, len(x))
+        )
         sums = members @ x
         new = np.where(counts[:, None] > 0, sums / np.maximum(counts, 1)[:, None], centroids)
         cost = distances[np.arange(len(x)), labels].copy()
@@ -122,8 +126,9 @@ class PCKMeans:
             cost[far] = -np.inf
         return new
 
-    def fit(self, x: np.ndarray, constraints: ConstraintSet | None = None, *, ml: Any = None,
-            cl: Any = None) -> PCKMeans:
+    def fit(
+        self, x: np.ndarray, constraints: ConstraintSet | None = None, *, ml: Any = None, cl: Any = None
+    ) -> PCKMeans:
         """Cluster the rows of ``x`` (``[N, D]``) under ``constraints`` over the same N samples, or under must-links
         ``ml`` and cannot-links ``cl`` given as index pairs (as scikit-learn-style clusterers take them)."""
         x = np.asarray(x, np.float32).reshape(len(x), -1)
@@ -135,8 +140,9 @@ class PCKMeans:
 
         def adjacency(mask):
             i, j = constraints.i[mask], constraints.j[mask]
-            return sparse.csr_matrix((np.ones(2 * i.size), (np.concatenate([i, j]), np.concatenate([j, i]))),
-                                     shape=(n, n))
+            return sparse.csr_matrix(
+                (np.ones(2 * i.size), (np.concatenate([i, j]), np.concatenate([j, i]))), shape=(n, n)
+            )
 
         must, cannot = adjacency(constraints.must_link_mask), adjacency(constraints.cannot_link_mask)
         blocks = independent_sets(constraints, seed=self.seed) if len(constraints) else []
@@ -156,8 +162,15 @@ class PCKMeans:
             labels = new
             distortion = float(distances[np.arange(n), labels].sum())
             violations = int(len(constraints) - constraints.satisfied(labels).sum()) if len(constraints) else 0
-            self.history_.append({"iteration": iteration, "changed": changed, "distortion": distortion,
-                                  "violations": violations, "objective": distortion + self.weight * violations})
+            self.history_.append(
+                {
+                    "iteration": iteration,
+                    "changed": changed,
+                    "distortion": distortion,
+                    "violations": violations,
+                    "objective": distortion + self.weight * violations,
+                }
+            )
             centroids = self._update_centroids(x, labels, distances, centroids)
             if changed == 0:
                 self.converged_ = True
@@ -165,8 +178,9 @@ class PCKMeans:
         self.centroids_, self.labels_, self.n_iter_ = centroids, labels, iteration
         return self
 
-    def fit_predict(self, x: np.ndarray, constraints: ConstraintSet | None = None, *, ml: Any = None,
-                    cl: Any = None) -> np.ndarray:
+    def fit_predict(
+        self, x: np.ndarray, constraints: ConstraintSet | None = None, *, ml: Any = None, cl: Any = None
+    ) -> np.ndarray:
         """``fit``, then the cluster of each training sample (``labels_``)."""
         return self.fit(x, constraints, ml=ml, cl=cl).labels_
 

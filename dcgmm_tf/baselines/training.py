@@ -37,19 +37,38 @@ def train_dec(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> Tr
     x_train, x_test, y_test, seed = data.x_train, data.x_test, data.y_test, config.seed
     keras.utils.set_random_seed(seed)  # Keras' default initializer seeds and the batch order of DEC's fit
     autoencoder = StackedAutoencoder(x_train.shape[-1], config.latent_dim, name="autoencoder")
-    settings = {"model": autoencoder.get_config(), "layer_epochs": config.layer_pretrain_epochs,
-                "finetune_epochs": config.finetune_epochs, "batch_size": config.pretrain_batch_size, "n": len(x_train)}
+    settings = {
+        "model": autoencoder.get_config(),
+        "layer_epochs": config.layer_pretrain_epochs,
+        "finetune_epochs": config.finetune_epochs,
+        "batch_size": config.pretrain_batch_size,
+        "n": len(x_train),
+    }
     cache = cache_path(runtime, f"dec-pretrain-{data.name}-seed{seed}-{settings_hash(settings)}.weights.h5")
-    cached = pretrain_layerwise(autoencoder, x_train, layer_epochs=config.layer_pretrain_epochs,
-                                finetune_epochs=config.finetune_epochs, batch_size=config.pretrain_batch_size,
-                                seed=seed, cache_path=cache, verbose=runtime.verbose)
+    cached = pretrain_layerwise(
+        autoencoder,
+        x_train,
+        layer_epochs=config.layer_pretrain_epochs,
+        finetune_epochs=config.finetune_epochs,
+        batch_size=config.pretrain_batch_size,
+        seed=seed,
+        cache_path=cache,
+        verbose=runtime.verbose,
+    )
     logging.info("pretrained autoencoder %s", cache_note(cached, cache))
     if config.method == "sdec":  # DEC's optimiser
         model = SDEC(autoencoder.encoder, num_clusters, pair_weight=config.sdec_lambda, name="sdec")
         optimizer = keras.optimizers.SGD(0.01, momentum=0.9)
     else:  # IDEC's optimiser
-        model = CIDEC(autoencoder.encoder, autoencoder.decoder, num_clusters, gamma=config.cidec_gamma,
-                      ml_penalty=config.cidec_ml_penalty, cl_penalty=config.cidec_cl_penalty, name="cidec")
+        model = CIDEC(
+            autoencoder.encoder,
+            autoencoder.decoder,
+            num_clusters,
+            gamma=config.cidec_gamma,
+            ml_penalty=config.cidec_ml_penalty,
+            cl_penalty=config.cidec_cl_penalty,
+            name="cidec",
+        )
         optimizer = keras.optimizers.Adam(config.learning_rate)
     model.compile(optimizer=optimizer)
     model.initialize_centers(x_train, seed=seed)
@@ -62,8 +81,17 @@ def train_dec(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> Tr
             log.update({f"test_{k}": v for k, v in metrics.clustering_scores(y_test, clusters).items()})
         logging.info("epoch %d: %s", epoch, log)
 
-    history = pd.DataFrame(model.fit_clusters(x_train, constraints, config.epochs, batch_size=config.batch_size,
-                                              tol=config.dec_tol, seed=seed, callback=evaluate))
+    history = pd.DataFrame(
+        model.fit_clusters(
+            x_train,
+            constraints,
+            config.epochs,
+            batch_size=config.batch_size,
+            tol=config.dec_tol,
+            seed=seed,
+            callback=evaluate,
+        )
+    )
     if run_dir is not None:
         history.to_csv(run_dir / "history.csv", index=False)
         model.save_weights(run_dir / "model.weights.h5")

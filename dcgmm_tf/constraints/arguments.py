@@ -7,8 +7,9 @@ from typing import Any
 from .store import ConstraintSet
 
 
-def as_constraint_set(num_samples: int, ml: Any = None, cl: Any = None, constraints: Any = None,
-                      weight: float = 1e4) -> ConstraintSet:
+def as_constraint_set(
+    num_samples: int, ml: Any = None, cl: Any = None, constraints: Any = None, weight: float = 1e4
+) -> ConstraintSet:
     """The set of ``fit(X, ml=..., cl=...)`` (pairs of confidence ``weight``) or ``fit(X, constraints=...)``, checked
     against the ``num_samples`` rows of X; neither gives an empty set.
 

@@ -17,9 +17,7 @@ def as_index_array(values: Any, name: str) -> np.ndarray:
     if array.size == 0:
         return np.zeros(0, np.int64)
     if array.dtype.kind != "f" or not np.all(np.isfinite(array)):
-        raise ValueError(
-            f"`{name}` must contain integers, got dtype {array.dtype}."
-        )
+        raise ValueError(f"`{name}` must contain integers, got dtype {array.dtype}.")
     if not np.all(array == np.round(array)):
         bad = array[array != np.round(array)][0]
         raise ValueError(f"`{name}` must contain integers, got {bad}.")

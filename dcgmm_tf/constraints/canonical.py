@@ -22,14 +22,8 @@ def canonical_pairs(i: Any, j: Any, weight: Any, num_samples: Any) -> tuple[np.n
       ValueError: On a bad index, a self-pair, a zero or non-finite weight, or a pair given as both a must-link
         and a cannot-link.
     """
-    if (
-        isinstance(num_samples, (bool, np.bool_))
-        or not isinstance(num_samples, (int, np.integer))
-        or num_samples < 1
-    ):
-        raise ValueError(
-            f"num_samples must be a positive integer, got {num_samples!r}."
-        )
+    if isinstance(num_samples, (bool, np.bool_)) or not isinstance(num_samples, (int, np.integer)) or num_samples < 1:
+        raise ValueError(f"num_samples must be a positive integer, got {num_samples!r}.")
     num_samples = int(num_samples)
     i = as_index_array(i, "i")
     j = as_index_array(j, "j")
@@ -37,35 +31,25 @@ def canonical_pairs(i: Any, j: Any, weight: Any, num_samples: Any) -> tuple[np.n
     if weight.ndim != 1:
         raise ValueError(f"`weight` must be 1-D, got shape {weight.shape}.")
     if weight.dtype.kind not in "iuf":
-        raise ValueError(
-            f"`weight` must be numeric, got dtype {weight.dtype}."
-        )
+        raise ValueError(f"`weight` must be numeric, got dtype {weight.dtype}.")
     with np.errstate(over="ignore"):
         weight = weight.astype(np.float32)
     if not i.size == j.size == weight.size:
-        raise ValueError(
-            "`i`, `j` and `weight` must have the same length, got "
-            f"{i.size}, {j.size} and {weight.size}."
-        )
+        raise ValueError(f"`i`, `j` and `weight` must have the same length, got {i.size}, {j.size} and {weight.size}.")
     for name, index in (("i", i), ("j", j)):
         bad = (index < 0) | (index >= num_samples)
         if bad.any():
             raise ValueError(
-                f"`{name}` contains index {index[bad][0]} outside "
-                f"[0, {num_samples}) (num_samples={num_samples})."
+                f"`{name}` contains index {index[bad][0]} outside [0, {num_samples}) (num_samples={num_samples})."
             )
     if (i == j).any():
         k = int(np.flatnonzero(i == j)[0])
-        raise ValueError(
-            f"Pair ({i[k]}, {j[k]}) links a sample to itself; i != j is "
-            "required."
-        )
+        raise ValueError(f"Pair ({i[k]}, {j[k]}) links a sample to itself; i != j is required.")
     bad = ~np.isfinite(weight) | (weight == 0)
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
         raise ValueError(
-            f"Pair ({i[k]}, {j[k]}) has weight {weight[k]} (as float32); "
-            "weights must be finite and non-zero."
+            f"Pair ({i[k]}, {j[k]}) has weight {weight[k]} (as float32); weights must be finite and non-zero."
         )
 
     lo, hi = np.minimum(i, j), np.maximum(i, j)
@@ -84,8 +68,7 @@ def canonical_pairs(i: Any, j: Any, weight: Any, num_samples: Any) -> tuple[np.n
         if conflict.any():
             k = int(key[starts[np.flatnonzero(conflict)[0]]])
             raise ValueError(
-                f"Pair ({k // num_samples}, {k % num_samples}) is given "
-                "both as a must-link and as a cannot-link."
+                f"Pair ({k // num_samples}, {k % num_samples}) is given both as a must-link and as a cannot-link."
             )
     key, weight = key[first], weight[first]
     return key // num_samples, key % num_samples, weight, num_samples

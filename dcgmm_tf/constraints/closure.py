@@ -22,15 +22,14 @@ def close(
         k = int(np.flatnonzero(ci == cj)[0])
         a, b = i[~must][k], j[~must][k]
         raise ValueError(
-            f"Cannot-link ({a}, {b}) contradicts the must-links, which "
-            f"transitively connect samples {a} and {b}."
+            f"Cannot-link ({a}, {b}) contradicts the must-links, which transitively connect samples {a} and {b}."
         )
     order = np.argsort(component, kind="stable")
     sizes = np.bincount(component)
     starts = np.cumsum(sizes) - sizes
 
     def members(c: int) -> np.ndarray:
-        return order[starts[c]:starts[c] + sizes[c]]
+        return order[starts[c] : starts[c] + sizes[c]]
 
     parts_i, parts_j = [], []
     for c in np.unique(component[i[must]]):

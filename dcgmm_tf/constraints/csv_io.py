@@ -27,15 +27,12 @@ def read_pairs(path: str | os.PathLike, num_samples: int) -> tuple[np.ndarray, n
         reader = csv.reader(f)
         header = next(reader, None)
         if header is None:
-            raise ValueError(
-                f"{path} is empty; expected a header line 'i,j,weight'."
-            )
+            raise ValueError(f"{path} is empty; expected a header line 'i,j,weight'.")
         header = [name.strip() for name in header]
         missing = [c for c in CSV_COLUMNS if c not in header]
         if missing:
             raise ValueError(
-                f"{path}, line 1: header {header} lacks column(s) {missing}; "
-                "expected a header line 'i,j,weight'."
+                f"{path}, line 1: header {header} lacks column(s) {missing}; expected a header line 'i,j,weight'."
             )
         columns = [header.index(c) for c in CSV_COLUMNS]
         for row in reader:
@@ -50,26 +47,21 @@ def read_pairs(path: str | os.PathLike, num_samples: int) -> tuple[np.ndarray, n
             i = _parse_index(values[0], "i", num_samples, where)
             j = _parse_index(values[1], "j", num_samples, where)
             if i == j:
-                raise ValueError(
-                    f"{where}: i == j == {i}; a sample cannot be linked "
-                    "to itself."
-                )
+                raise ValueError(f"{where}: i == j == {i}; a sample cannot be linked to itself.")
             try:
                 w = float(values[2])
             except ValueError:
-                raise ValueError(
-                    f"{where}: weight {values[2]!r} is not a number."
-                ) from None
+                raise ValueError(f"{where}: weight {values[2]!r} is not a number.") from None
             if not math.isfinite(w) or w == 0:
                 raise ValueError(
-                    f"{where}: weight {values[2]!r} must be finite and "
-                    "non-zero (> 0 must-link, < 0 cannot-link)."
+                    f"{where}: weight {values[2]!r} must be finite and non-zero (> 0 must-link, < 0 cannot-link)."
                 )
             rows_i.append(i)
             rows_j.append(j)
             rows_w.append(w)
     return (
-        np.asarray(rows_i, np.int64), np.asarray(rows_j, np.int64),
+        np.asarray(rows_i, np.int64),
+        np.asarray(rows_j, np.int64),
         np.asarray(rows_w, np.float64),
     )
 
@@ -79,8 +71,12 @@ def write_pairs(path: str | os.PathLike, i: np.ndarray, j: np.ndarray, weight: n
     table = np.empty(len(weight), dtype=[("i", "i8"), ("j", "i8"), ("w", "f4")])
     table["i"], table["j"], table["w"] = i, j, weight
     np.savetxt(
-        path, table, fmt=["%d", "%d", "%.9g"], delimiter=",",
-        header=",".join(CSV_COLUMNS), comments="",
+        path,
+        table,
+        fmt=["%d", "%d", "%.9g"],
+        delimiter=",",
+        header=",".join(CSV_COLUMNS),
+        comments="",
     )
 
 

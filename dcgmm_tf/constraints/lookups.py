@@ -17,8 +17,9 @@ def _ragged_arange(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.arange(total, dtype=np.int64) - offsets
 
 
-def block_entries(adjacency: sparse.csr_matrix, indices: Any, lengths: Any = None
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def block_entries(
+    adjacency: sparse.csr_matrix, indices: Any, lengths: Any = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The non-zero entries of the blocks ``W[b][:, b]`` of consecutive batches ``b`` of ``indices``.
 
     See :meth:`dcgmm_tf.constraints.ConstraintSet.block_entries`; ``adjacency`` is the symmetric CSR matrix ``W``
@@ -28,10 +29,7 @@ def block_entries(adjacency: sparse.csr_matrix, indices: Any, lengths: Any = Non
     indices = as_index_array(indices, "indices")
     bad = (indices < 0) | (indices >= num_samples)
     if bad.any():
-        raise ValueError(
-            f"`indices` contains {indices[bad][0]} outside "
-            f"[0, {num_samples})."
-        )
+        raise ValueError(f"`indices` contains {indices[bad][0]} outside [0, {num_samples}).")
     lengths = np.asarray([indices.size] if lengths is None else lengths, np.int64)
     if lengths.sum() != indices.size or (lengths < 0).any():
         raise ValueError(f"`lengths` must be >= 0 and sum to {indices.size}, got {lengths.sum()}.")
@@ -49,5 +47,4 @@ def block_entries(adjacency: sparse.csr_matrix, indices: Any, lengths: Any = Non
     wanted = batch[rows] * num_samples + cols
     first = np.searchsorted(sorted_keys, wanted, side="left")
     counts = np.searchsorted(sorted_keys, wanted, side="right") - first
-    return (np.repeat(rows, counts), position_order[_ragged_arange(first, counts)],
-            np.repeat(values, counts))
+    return (np.repeat(rows, counts), position_order[_ragged_arange(first, counts)], np.repeat(values, counts))

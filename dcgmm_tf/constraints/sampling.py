@@ -54,14 +54,9 @@ def draw_pairs(
         or not isinstance(num_constraints, (int, np.integer))
         or num_constraints < 0
     ):
-        raise ValueError(
-            "num_constraints must be a non-negative integer, got "
-            f"{num_constraints!r}."
-        )
+        raise ValueError(f"num_constraints must be a non-negative integer, got {num_constraints!r}.")
     if link_type not in LINK_TYPES:
-        raise ValueError(
-            f"link_type must be one of {LINK_TYPES}, got {link_type!r}."
-        )
+        raise ValueError(f"link_type must be one of {LINK_TYPES}, got {link_type!r}.")
     default = default_alpha(q)  # Also validates q.
     alpha = default if alpha is None else float(alpha)
     if not (math.isfinite(alpha) and alpha > 0):
@@ -93,17 +88,14 @@ def draw_pairs(
         same = codes[keys // n] == codes[keys % n]
         is_must = same ^ (rng.random(keys.size) < q)
     else:
-        relation, opposite = (
-            ("same", "different") if link_type == "must"
-            else ("different", "same")
-        )
+        relation, opposite = ("same", "different") if link_type == "must" else ("different", "same")
         num_wrong = int(rng.binomial(num_constraints, q)) if q > 0 else 0
-        keys = np.concatenate([
-            draw(num_constraints - num_wrong, relation,
-                 f"{relation}-label pairs for {link_type}-links"),
-            draw(num_wrong, opposite,
-                 f"{opposite}-label pairs for noisy {link_type}-links"),
-        ])
+        keys = np.concatenate(
+            [
+                draw(num_constraints - num_wrong, relation, f"{relation}-label pairs for {link_type}-links"),
+                draw(num_wrong, opposite, f"{opposite}-label pairs for noisy {link_type}-links"),
+            ]
+        )
         is_must = np.full(keys.size, link_type == "must")
     return keys // n, keys % n, np.where(is_must, alpha, -alpha)
 
@@ -161,7 +153,7 @@ def _enumerate_pair_keys(codes: np.ndarray, relation: str) -> np.ndarray:
             a, b = np.triu_indices(group.size, 1)
             a, b = group[a], group[b]
         else:
-            rest = np.concatenate(groups[k + 1:] + [np.zeros(0, np.int64)])
+            rest = np.concatenate(groups[k + 1 :] + [np.zeros(0, np.int64)])
             a, b = np.repeat(group, rest.size), np.tile(rest, group.size)
         parts.append(np.minimum(a, b).astype(np.int64) * n + np.maximum(a, b))
     return np.concatenate(parts)

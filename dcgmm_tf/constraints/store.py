@@ -46,8 +46,10 @@ class ConstraintSet:
     def empty(cls, num_samples: int) -> ConstraintSet:
         """Returns a set without constraints over `num_samples` samples."""
         return cls(
-            np.zeros(0, np.int64), np.zeros(0, np.int64),
-            np.zeros(0, np.float32), num_samples,
+            np.zeros(0, np.int64),
+            np.zeros(0, np.int64),
+            np.zeros(0, np.float32),
+            num_samples,
         )
 
     @classmethod
@@ -115,8 +117,13 @@ class ConstraintSet:
         """
         codes = sampling.label_codes(labels)
         i, j, weight = sampling.draw_pairs(
-            codes, num_constraints, alpha=alpha, q=q, link_type=link_type,
-            seed=seed, transitive_closure=transitive_closure,
+            codes,
+            num_constraints,
+            alpha=alpha,
+            q=q,
+            link_type=link_type,
+            seed=seed,
+            transitive_closure=transitive_closure,
         )
         drawn = cls(i, j, weight, codes.size)
         return drawn.transitive_closure() if transitive_closure else drawn
@@ -196,12 +203,8 @@ class ConstraintSet:
         """Returns the pairs selected by a boolean mask or an index array."""
         mask = np.asarray(mask)
         if mask.dtype == bool and mask.shape != (len(self),):
-            raise ValueError(
-                f"Boolean mask must have shape ({len(self)},), got {mask.shape}."
-            )
-        return ConstraintSet(
-            self.i[mask], self.j[mask], self.weight[mask], self.num_samples
-        )
+            raise ValueError(f"Boolean mask must have shape ({len(self)},), got {mask.shape}.")
+        return ConstraintSet(self.i[mask], self.j[mask], self.weight[mask], self.num_samples)
 
     def transitive_closure(self) -> ConstraintSet:
         """Returns all constraints entailed by this set.
@@ -258,9 +261,6 @@ class ConstraintSet:
         """
         assignments = np.asarray(assignments)
         if assignments.shape != (self.num_samples,):
-            raise ValueError(
-                f"assignments must have shape ({self.num_samples},), got "
-                f"{assignments.shape}."
-            )
+            raise ValueError(f"assignments must have shape ({self.num_samples},), got {assignments.shape}.")
         same = assignments[self.i] == assignments[self.j]
         return np.where(self.must_link_mask, same, ~same)

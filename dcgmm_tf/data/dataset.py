@@ -39,32 +39,20 @@ class Dataset:
         for split in ("train", "test"):
             x, y = getattr(self, f"x_{split}"), getattr(self, f"y_{split}")
             if x.dtype != np.float32 or x.ndim != 2:
-                raise ValueError(
-                    f"x_{split} must be a 2-D float32 array, got {x.dtype} "
-                    f"with shape {x.shape}."
-                )
+                raise ValueError(f"x_{split} must be a 2-D float32 array, got {x.dtype} with shape {x.shape}.")
             if y.dtype != np.int64 or y.shape != (x.shape[0],):
                 raise ValueError(
-                    f"y_{split} must be an int64 array of shape "
-                    f"({x.shape[0]},), got {y.dtype} with shape {y.shape}."
+                    f"y_{split} must be an int64 array of shape ({x.shape[0]},), got {y.dtype} with shape {y.shape}."
                 )
         if self.x_train.shape[1] != self.x_test.shape[1]:
-            raise ValueError(
-                f"x_train has {self.x_train.shape[1]} features but x_test has "
-                f"{self.x_test.shape[1]}."
-            )
+            raise ValueError(f"x_train has {self.x_train.shape[1]} features but x_test has {self.x_test.shape[1]}.")
         if self.likelihood not in LIKELIHOODS:
-            raise ValueError(
-                f"likelihood must be one of {LIKELIHOODS}, got "
-                f"{self.likelihood!r}."
-            )
+            raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {self.likelihood!r}.")
         if self.image_shape is not None and (
-            len(self.image_shape) != 3
-            or int(np.prod(self.image_shape)) != self.x_train.shape[1]
+            len(self.image_shape) != 3 or int(np.prod(self.image_shape)) != self.x_train.shape[1]
         ):
             raise ValueError(
-                f"image_shape must be (H, W, C) with H*W*C = "
-                f"{self.x_train.shape[1]} features, got {self.image_shape}."
+                f"image_shape must be (H, W, C) with H*W*C = {self.x_train.shape[1]} features, got {self.image_shape}."
             )
 
     def class_name(self, label: int) -> str:

@@ -56,13 +56,24 @@ def read_images(paths: Sequence[Path], image_size: int, channels: int | None = N
     return out
 
 
-def split_images(images: np.ndarray, labels: np.ndarray, name: str, test_fraction: float = 0.2,
-                 seed: int = 0, class_names: Sequence[str] | None = None) -> Dataset:
+def split_images(
+    images: np.ndarray,
+    labels: np.ndarray,
+    name: str,
+    test_fraction: float = 0.2,
+    seed: int = 0,
+    class_names: Sequence[str] | None = None,
+) -> Dataset:
     """A `Dataset` of uint8 images `(N, H, W, C)` scaled to [0, 1], with a seeded random train/test split."""
     flat = (images.reshape(len(images), -1) / np.float32(255)).astype(np.float32)
     splits = random_split(flat, np.asarray(labels, np.int64), test_fraction, seed)
-    return Dataset(*splits, name=name, likelihood="bernoulli", image_shape=images.shape[1:],
-                   class_names=None if class_names is None else tuple(class_names))
+    return Dataset(
+        *splits,
+        name=name,
+        likelihood="bernoulli",
+        image_shape=images.shape[1:],
+        class_names=None if class_names is None else tuple(class_names),
+    )
 
 
 def list_class_folders(root: Path) -> tuple[list[Path], np.ndarray, list[str]]:
@@ -74,8 +85,10 @@ def list_class_folders(root: Path) -> tuple[list[Path], np.ndarray, list[str]]:
         files += found
         labels += [label] * len(found)
     if len(classes) < 2 or not files:
-        raise ValueError(f"{root}: expected one sub-folder of images per class (at least 2 classes), found "
-                         f"{len(classes)} sub-folder(s) and {len(files)} image(s)")
+        raise ValueError(
+            f"{root}: expected one sub-folder of images per class (at least 2 classes), found "
+            f"{len(classes)} sub-folder(s) and {len(files)} image(s)"
+        )
     return files, np.asarray(labels, np.int64), classes
 
 
@@ -87,13 +100,13 @@ def read_label_csv(path: Path) -> tuple[list[Path], np.ndarray, list[str]]:
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
         if not reader.fieldnames or not {"file", "label"} <= set(reader.fieldnames):
-            raise ValueError(f"{path}: the CSV needs a header with columns 'file' and 'label', got "
-                             f"{reader.fieldnames}")
+            raise ValueError(f"{path}: the CSV needs a header with columns 'file' and 'label', got {reader.fieldnames}")
         rows = [(row["file"], row["label"].strip()) for row in reader]
     if not rows:
         raise ValueError(f"{path}: no rows")
-    names = sorted({label for _, label in rows},
-                   key=lambda s: (0, int(s), "") if s.lstrip("-").isdigit() else (1, 0, s))
+    names = sorted(
+        {label for _, label in rows}, key=lambda s: (0, int(s), "") if s.lstrip("-").isdigit() else (1, 0, s)
+    )
     index = {name: n for n, name in enumerate(names)}
     files = [(path.parent / file).resolve() for file, _ in rows]
     missing = [str(f) for f in files if not f.is_file()]
@@ -102,8 +115,14 @@ def read_label_csv(path: Path) -> tuple[list[Path], np.ndarray, list[str]]:
     return files, np.asarray([index[label] for _, label in rows], np.int64), names
 
 
-def load_image_folder(path: str | os.PathLike, image_size: int = 64, *, channels: int | None = None,
-                      test_fraction: float = 0.2, seed: int = 0) -> Dataset:
+def load_image_folder(
+    path: str | os.PathLike,
+    image_size: int = 64,
+    *,
+    channels: int | None = None,
+    test_fraction: float = 0.2,
+    seed: int = 0,
+) -> Dataset:
     """Load a folder of class sub-folders, or a `file,label` CSV, as a `Dataset` of flattened images.
 
     Raises:

@@ -13,9 +13,21 @@ from dcgmm_tf.data.dataset import Dataset
 
 # Canonical dataset name -> sub-folder used by Debian and Keras.
 _SUBFOLDERS = {"fashion_mnist": "fashion-mnist", "mnist": "mnist"}
-CLASS_NAMES = {"fashion_mnist": ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker",
-                                 "Bag", "Ankle boot"),
-               "mnist": tuple(str(d) for d in range(10))}
+CLASS_NAMES = {
+    "fashion_mnist": (
+        "T-shirt/top",
+        "Trouser",
+        "Pullover",
+        "Dress",
+        "Coat",
+        "Sandal",
+        "Shirt",
+        "Sneaker",
+        "Bag",
+        "Ankle boot",
+    ),
+    "mnist": tuple(str(d) for d in range(10)),
+}
 _ALIASES = {
     "fashion": "fashion_mnist",
     "fashion_mnist": "fashion_mnist",
@@ -63,10 +75,7 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
     dtype, ndim = _IDX_DTYPES[raw[2]], raw[3]
     header_size = 4 + 4 * ndim
     if ndim == 0 or len(raw) < header_size:
-        raise ValueError(
-            f"{path}: truncated or invalid IDX header ({ndim} dimensions, "
-            f"{len(raw)} bytes)."
-        )
+        raise ValueError(f"{path}: truncated or invalid IDX header ({ndim} dimensions, {len(raw)} bytes).")
     shape = tuple(int(d) for d in np.frombuffer(raw, ">u4", ndim, offset=4))
     expected = int(np.prod(shape)) * dtype.itemsize
     if len(raw) - header_size != expected:
@@ -110,9 +119,7 @@ def _find_idx_files(directory: Path) -> list[Path] | None:
 
 def _from_idx(files: list[Path], name: str) -> Dataset:
     x_train, y_train, x_test, y_test = (read_idx(f) for f in files)
-    return _make_image_dataset(
-        (x_train, y_train), (x_test, y_test), name, [str(f) for f in files]
-    )
+    return _make_image_dataset((x_train, y_train), (x_test, y_test), name, [str(f) for f in files])
 
 
 def _make_image_dataset(
@@ -134,12 +141,15 @@ def _make_image_dataset(
                 f"{x.shape} but labels {y_source} have shape {y.shape}; "
                 "expected N images and N labels."
             )
-        arrays[f"x_{split}"] = (x.reshape(len(x), -1) / np.float32(255)).astype(
-            np.float32
-        )
+        arrays[f"x_{split}"] = (x.reshape(len(x), -1) / np.float32(255)).astype(np.float32)
         arrays[f"y_{split}"] = y.astype(np.int64)
-    return Dataset(**arrays, name=name, likelihood="bernoulli",
-                   image_shape=image_shape if len(image_shape) == 3 else None, class_names=CLASS_NAMES.get(name))
+    return Dataset(
+        **arrays,
+        name=name,
+        likelihood="bernoulli",
+        image_shape=image_shape if len(image_shape) == 3 else None,
+        class_names=CLASS_NAMES.get(name),
+    )
 
 
 def _download(name: str) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
@@ -147,7 +157,6 @@ def _download(name: str) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
     import keras  # pylint: disable=g-import-not-at-top
 
     return getattr(keras.datasets, name).load_data()
-
 
 
 def load_mnist(name: str, data_dir: str | os.PathLike | None = None, *, download: bool = True) -> Dataset:
@@ -172,9 +181,10 @@ def load_mnist(name: str, data_dir: str | os.PathLike | None = None, *, download
         if name == "mnist" and keras_npz.is_file():
             with np.load(keras_npz, allow_pickle=False) as f:
                 return _make_image_dataset(
-                    (f["x_train"], f["y_train"]), (f["x_test"], f["y_test"]),
-                    name, [f"{keras_npz}:{key}" for key in
-                           ("x_train", "y_train", "x_test", "y_test")],
+                    (f["x_train"], f["y_train"]),
+                    (f["x_test"], f["y_test"]),
+                    name,
+                    [f"{keras_npz}:{key}" for key in ("x_train", "y_train", "x_test", "y_test")],
                 )
     download_note = "download=False"
     if download:
@@ -187,10 +197,7 @@ def load_mnist(name: str, data_dir: str | os.PathLike | None = None, *, download
     wanted = ", ".join(f"{stem}[.gz]" for stem in _IDX_FILES)
     if name == "mnist":
         wanted += " (or a Keras mnist.npz)"
-    debian = (
-        "`apt-get install dataset-fashion-mnist` (Debian/Ubuntu), or "
-        if name == "fashion_mnist" else ""
-    )
+    debian = "`apt-get install dataset-fashion-mnist` (Debian/Ubuntu), or " if name == "fashion_mnist" else ""
     raise FileNotFoundError(
         f"Dataset {name!r} not found ({download_note}). Looked for {wanted} "
         f"in:\n{listed}\nTo get the files: {debian}put them in "

@@ -25,10 +25,7 @@ def read_arrays(path: Path, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
         ) from e
     missing = [k for k in keys if k not in found]
     if missing:
-        raise ValueError(
-            f"{path} lacks array(s) {missing}; it must contain {list(keys)} "
-            f"(found {found})."
-        )
+        raise ValueError(f"{path} lacks array(s) {missing}; it must contain {list(keys)} (found {found}).")
     return arrays
 
 
@@ -52,14 +49,10 @@ def load_npz(path: str | os.PathLike) -> Dataset:
         if x.ndim < 1 or x.shape[0] == 0:
             raise ValueError(f"{path}: x_{split} is empty (shape {x.shape}).")
         if x.dtype.kind not in "biuf":
-            raise ValueError(
-                f"{path}: x_{split} must be numeric, got dtype {x.dtype}."
-            )
+            raise ValueError(f"{path}: x_{split} must be numeric, got dtype {x.dtype}.")
         x = x.reshape(len(x), -1).astype(np.float32)
         if not np.all(np.isfinite(x)):
-            raise ValueError(
-                f"{path}: x_{split} contains NaN or infinite values."
-            )
+            raise ValueError(f"{path}: x_{split} contains NaN or infinite values.")
         if y.ndim == 2 and y.shape[1] == 1:
             y = y[:, 0]
         if y.ndim != 1 or y.shape[0] != x.shape[0]:
@@ -70,19 +63,14 @@ def load_npz(path: str | os.PathLike) -> Dataset:
         if y.dtype.kind not in "iu" and not (
             y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y))
         ):
-            raise ValueError(
-                f"{path}: y_{split} must hold integer class labels, got dtype "
-                f"{y.dtype}."
-            )
+            raise ValueError(f"{path}: y_{split} must hold integer class labels, got dtype {y.dtype}.")
         arrays[f"x_{split}"], arrays[f"y_{split}"] = x, y.astype(np.int64)
     if arrays["x_train"].shape[1] != arrays["x_test"].shape[1]:
         raise ValueError(
             f"{path}: x_train has {arrays['x_train'].shape[1]} features per "
             f"sample but x_test has {arrays['x_test'].shape[1]}."
         )
-    in_unit_range = all(
-        arrays[k].min() >= 0 and arrays[k].max() <= 1 for k in ("x_train", "x_test")
-    )
+    in_unit_range = all(arrays[k].min() >= 0 and arrays[k].max() <= 1 for k in ("x_train", "x_test"))
     return Dataset(
         **arrays,
         name=path.stem,

@@ -16,8 +16,13 @@ def keras_datasets_dir() -> Path:
     return Path(keras_home) / "datasets"
 
 
-def search_dirs(subfolders: str | Sequence[str], data_dir: str | os.PathLike | None = None, *,
-                system: bool = False, keras: bool = False) -> list[Path]:
+def search_dirs(
+    subfolders: str | Sequence[str],
+    data_dir: str | os.PathLike | None = None,
+    *,
+    system: bool = False,
+    keras: bool = False,
+) -> list[Path]:
     """Folders searched for a data set's files, in order and without repeats.
 
     The bases are `data_dir`, `$DCGMM_DATA` and `REPO_DATA_DIR` (`<repo>/data`), followed by `SYSTEM_DATA_DIR`

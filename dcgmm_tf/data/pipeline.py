@@ -17,8 +17,10 @@ LAYOUTS = ("separate", "spread")
 
 def _pair_batches(constraints: ConstraintSet, order: np.ndarray, pairs_per_batch: int) -> list[np.ndarray]:
     """Sample indices of consecutive chunks of pairs (in ``order``), both ends of each pair in one chunk."""
-    return [np.concatenate([constraints.i[chosen], constraints.j[chosen]])
-            for chosen in (order[s:s + pairs_per_batch] for s in range(0, len(order), pairs_per_batch))]
+    return [
+        np.concatenate([constraints.i[chosen], constraints.j[chosen]])
+        for chosen in (order[s : s + pairs_per_batch] for s in range(0, len(order), pairs_per_batch))
+    ]
 
 
 def steps_per_epoch(num_samples: int, constraints: ConstraintSet, batch_size: int, layout: str = "separate") -> int:
@@ -33,14 +35,17 @@ def steps_per_epoch(num_samples: int, constraints: ConstraintSet, batch_size: in
     if layout == "spread" and num_pairs:
         num_batches = -(-(num_samples + 2 * num_pairs) // batch_size)
         if 2 * -(-num_pairs // num_batches) >= batch_size:  # the largest chunk of np.array_split
-            raise ValueError(f"{num_pairs} pairs do not fit in {num_batches} batches of {batch_size}; "
-                             "use layout='separate' or a larger batch size")
+            raise ValueError(
+                f"{num_pairs} pairs do not fit in {num_batches} batches of {batch_size}; "
+                "use layout='separate' or a larger batch size"
+            )
         return num_batches
     return -(-num_samples // batch_size) + -(-num_pairs // max(batch_size // 2, 1))
 
 
-def epoch_batches(num_samples: int, constraints: ConstraintSet, batch_size: int, rng: np.random.Generator,
-                  layout: str = "separate") -> list[np.ndarray]:
+def epoch_batches(
+    num_samples: int, constraints: ConstraintSet, batch_size: int, rng: np.random.Generator, layout: str = "separate"
+) -> list[np.ndarray]:
     """Index batches of one epoch, in random order.
 
     Every sample appears once in the shuffled data batches, and every constrained pair once with both of
@@ -60,7 +65,7 @@ def epoch_batches(num_samples: int, constraints: ConstraintSet, batch_size: int,
         data_ends = np.minimum(np.cumsum([batch_size - 2 * len(c) for c in pair_chunks]), num_samples)
         data = np.split(order, data_ends[:-1])
         return [np.concatenate([d, constraints.i[c], constraints.j[c]]) for d, c in zip(data, pair_chunks)]
-    batches = [order[s:s + batch_size] for s in range(0, num_samples, batch_size)]
+    batches = [order[s : s + batch_size] for s in range(0, num_samples, batch_size)]
     batches += _pair_batches(constraints, pair_order, max(batch_size // 2, 1))
     return [batches[b] for b in rng.permutation(len(batches))]
 
@@ -80,12 +85,13 @@ def deal_groups(sizes: np.ndarray, num_parts: int) -> np.ndarray:
     if len(singles):
         levels = (load[:, None] + np.arange(len(singles))[None, :]).ravel()
         owners = np.repeat(np.arange(num_parts), len(singles))
-        part[singles] = owners[np.lexsort((owners, levels))[:len(singles)]]
+        part[singles] = owners[np.lexsort((owners, levels))[: len(singles)]]
     return part
 
 
-def replica_parts(indices: np.ndarray, lengths: np.ndarray, constraints: ConstraintSet,
-                  num_replicas: int) -> tuple[np.ndarray, np.ndarray]:
+def replica_parts(
+    indices: np.ndarray, lengths: np.ndarray, constraints: ConstraintSet, num_replicas: int
+) -> tuple[np.ndarray, np.ndarray]:
     """The batches (``indices`` cut by ``lengths``) each cut into ``num_replicas`` consecutive parts, for a whole
     epoch at once; returns the parts' indices and lengths.
 
@@ -98,7 +104,7 @@ def replica_parts(indices: np.ndarray, lengths: np.ndarray, constraints: Constra
     _, group = csgraph.connected_components(links.tocsr(), directed=False)  # groups never span two batches
     positions, part_lengths, start = [], [], 0
     for length in lengths:
-        labels, local = np.unique(group[start:start + length], return_inverse=True)  # by first position
+        labels, local = np.unique(group[start : start + length], return_inverse=True)  # by first position
         part = deal_groups(np.bincount(local, minlength=len(labels)), num_replicas)[local]
         for r in range(num_replicas):
             mine = start + np.flatnonzero(part == r)
@@ -124,9 +130,13 @@ def prefetch_without_autotune(dataset: tf.data.Dataset) -> tf.data.Dataset:
     return dataset.prefetch(PREFETCH_BATCHES).with_options(options)
 
 
-EPOCH_SIGNATURE = (tf.TensorSpec((None, None), tf.int64), tf.TensorSpec((None,), tf.int64),
-                   tf.TensorSpec((None, None, 2), tf.int64), tf.TensorSpec((None, None), tf.float32),
-                   tf.TensorSpec((None,), tf.int64))
+EPOCH_SIGNATURE = (
+    tf.TensorSpec((None, None), tf.int64),
+    tf.TensorSpec((None,), tf.int64),
+    tf.TensorSpec((None, None, 2), tf.int64),
+    tf.TensorSpec((None, None), tf.float32),
+    tf.TensorSpec((None,), tf.int64),
+)
 
 
 def padded_rows(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -137,8 +147,15 @@ def padded_rows(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return out
 
 
-def epoch_arrays(num_samples: int, constraints: ConstraintSet, batch_size: int, seed: int, epoch: int,
-                 layout: str = "separate", num_replicas: int = 1) -> tuple[np.ndarray, ...]:
+def epoch_arrays(
+    num_samples: int,
+    constraints: ConstraintSet,
+    batch_size: int,
+    seed: int,
+    epoch: int,
+    layout: str = "separate",
+    num_replicas: int = 1,
+) -> tuple[np.ndarray, ...]:
     """One epoch of the training pipeline as five arrays, one row per batch, computed at once (Python once per
     epoch).
 
@@ -158,8 +175,13 @@ def epoch_arrays(num_samples: int, constraints: ConstraintSet, batch_size: int, 
     batch = np.repeat(np.arange(len(lengths)), lengths)[rows]
     positions = np.stack([rows - starts[batch], cols - starts[batch]], axis=1)
     counts = np.bincount(batch, minlength=len(lengths)).astype(np.int64)
-    return (padded_rows(indices, lengths), lengths, padded_rows(positions, counts),
-            padded_rows(weights.astype(np.float32), counts), counts)
+    return (
+        padded_rows(indices, lengths),
+        lengths,
+        padded_rows(positions, counts),
+        padded_rows(weights.astype(np.float32), counts),
+        counts,
+    )
 
 
 def batch_elements(dataset: tf.data.Dataset, x: np.ndarray) -> tf.data.Dataset:
@@ -167,16 +189,20 @@ def batch_elements(dataset: tf.data.Dataset, x: np.ndarray) -> tf.data.Dataset:
     from ``x`` (one constant) and its W block scattered from its entries, by TensorFlow ops."""
     samples = tf.constant(x)
 
-    def element(indices: tf.Tensor, length: tf.Tensor, positions: tf.Tensor, weights: tf.Tensor,
-                count: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        return (tf.gather(samples, indices[:length]),
-                tf.scatter_nd(positions[:count], weights[:count], tf.stack([length, length])))
+    def element(
+        indices: tf.Tensor, length: tf.Tensor, positions: tf.Tensor, weights: tf.Tensor, count: tf.Tensor
+    ) -> tuple[tf.Tensor, tf.Tensor]:
+        return (
+            tf.gather(samples, indices[:length]),
+            tf.scatter_nd(positions[:count], weights[:count], tf.stack([length, length])),
+        )
 
     return dataset.map(element, num_parallel_calls=2, deterministic=True)
 
 
-def checked_inputs(x: np.ndarray, constraints: ConstraintSet | None, batch_size: int, layout: str
-                   ) -> tuple[np.ndarray, ConstraintSet, int]:
+def checked_inputs(
+    x: np.ndarray, constraints: ConstraintSet | None, batch_size: int, layout: str
+) -> tuple[np.ndarray, ConstraintSet, int]:
     """``x`` checked, its constraints (empty when None) checked against it, and the batches per epoch of
     ``layout`` (the same for every epoch, whatever its order); raises ``ValueError`` on bad input."""
     x = validation.check_data(x)
@@ -192,11 +218,18 @@ def checked_inputs(x: np.ndarray, constraints: ConstraintSet | None, batch_size:
 def epoch_rows(generator: Callable[..., Iterator[tuple[np.ndarray, ...]]], args: tuple = ()) -> tf.data.Dataset:
     """The batches (rows of :func:`epoch_arrays`) of the epoch that ``generator(*args)`` yields, one element each."""
     return tf.data.Dataset.from_generator(generator, args=args or None, output_signature=EPOCH_SIGNATURE).flat_map(
-        lambda *arrays: tf.data.Dataset.from_tensor_slices(arrays))
+        lambda *arrays: tf.data.Dataset.from_tensor_slices(arrays)
+    )
 
 
-def constrained_dataset(x: np.ndarray, constraints: ConstraintSet | None = None, batch_size: int = 256,
-                        seed: int = 0, layout: str = "separate", initial_epoch: int = 0) -> tf.data.Dataset:
+def constrained_dataset(
+    x: np.ndarray,
+    constraints: ConstraintSet | None = None,
+    batch_size: int = 256,
+    seed: int = 0,
+    layout: str = "separate",
+    initial_epoch: int = 0,
+) -> tf.data.Dataset:
     """A dataset of ``(x_batch, W_batch)`` for ``DCGMM.fit``; each iteration is one epoch.
 
     ``W_batch`` is the B x B submatrix of the constraint matrix for the batch's samples (see

@@ -41,25 +41,36 @@ def read_idf_file(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(obj, np.ndarray) and obj.dtype == object and obj.shape == ():
         obj = obj.item()
     if not isinstance(obj, dict) or not {"data", "label"} <= set(obj):
-        raise ValueError(f"{path}: expected a pickled dict with keys 'data' and 'label', got {type(obj).__name__}"
-                         + (f" with keys {sorted(obj)}" if isinstance(obj, dict) else ""))
+        raise ValueError(
+            f"{path}: expected a pickled dict with keys 'data' and 'label', got {type(obj).__name__}"
+            + (f" with keys {sorted(obj)}" if isinstance(obj, dict) else "")
+        )
     x, y = obj["data"], obj["label"]
     if sparse.issparse(x):
         x = x.toarray()
     x, y = np.asarray(x), np.asarray(y).reshape(-1)
     if x.ndim != 2 or x.dtype.kind not in "fiu" or len(x) != len(y) or len(x) == 0:
-        raise ValueError(f"{path}: 'data' must be a non-empty 2-D numeric array with one row per label; got "
-                         f"{x.dtype} {x.shape} and {len(y)} labels")
+        raise ValueError(
+            f"{path}: 'data' must be a non-empty 2-D numeric array with one row per label; got "
+            f"{x.dtype} {x.shape} and {len(y)} labels"
+        )
     if not np.all(np.isfinite(x)):
         raise ValueError(f"{path}: 'data' contains NaN or infinite values")
     if y.dtype.kind not in "iu" or y.min() < 0 or y.max() >= len(CATEGORIES):
-        raise ValueError(f"{path}: 'label' must hold integers in 0..{len(CATEGORIES) - 1}, got {y.dtype} "
-                         f"in [{y.min()}, {y.max()}]")
+        raise ValueError(
+            f"{path}: 'label' must hold integers in 0..{len(CATEGORIES) - 1}, got {y.dtype} in [{y.min()}, {y.max()}]"
+        )
     return x.astype(np.float32), y.astype(np.int64)
 
 
-def build_from_rcv1(features: sparse.spmatrix, topics: sparse.spmatrix, topic_names,
-                    num_documents: int = NUM_DOCUMENTS, num_words: int = NUM_WORDS, seed: int = 0):
+def build_from_rcv1(
+    features: sparse.spmatrix,
+    topics: sparse.spmatrix,
+    topic_names,
+    num_documents: int = NUM_DOCUMENTS,
+    num_words: int = NUM_WORDS,
+    seed: int = 0,
+):
     """The Reuters-10k construction applied to RCV1 as `sklearn.datasets.fetch_rcv1` returns it.
 
     Keeps the documents with exactly one of the 4 root categories, the `num_words` terms present in most
@@ -124,7 +135,8 @@ def load_reuters(data_dir: str | os.PathLike | None = None, *, download: bool = 
         f"Reuters-10k not found ({note}). Looked for {SINGLE_FILE} or {' + '.join(SPLIT_FILES)} in:\n{searched}\n"
         "Get reutersidf10k.npy from the DEC or VaDE repositories (or the two split files from DC-GMM's) and put "
         f"it in {paths.REPO_DATA_DIR / SUBFOLDER}, in $DCGMM_DATA or in --data_dir; or run once with internet "
-        "access to build it from RCV1. See data/README.md.")
+        "access to build it from RCV1. See data/README.md."
+    )
 
 
 def _dataset(x_train, y_train, x_test, y_test) -> Dataset:

@@ -39,8 +39,10 @@ def read_binaries(directory: str | os.PathLike, split: str) -> tuple[np.ndarray,
     labels = np.fromfile(y_path, np.uint8)
     per_image = int(np.prod(IMAGE_SHAPE))
     if raw.size == 0 or raw.size % per_image or raw.size // per_image != labels.size:
-        raise ValueError(f"{x_path} holds {raw.size} bytes and {y_path} {labels.size} labels: expected "
-                         f"{per_image} bytes per image and one label byte per image")
+        raise ValueError(
+            f"{x_path} holds {raw.size} bytes and {y_path} {labels.size} labels: expected "
+            f"{per_image} bytes per image and one label byte per image"
+        )
     if labels.min() < 1 or labels.max() > 10:
         raise ValueError(f"{y_path}: labels must be 1..10, found [{labels.min()}, {labels.max()}]")
     images = raw.reshape(-1, IMAGE_SHAPE[2], IMAGE_SHAPE[1], IMAGE_SHAPE[0]).transpose(0, 3, 2, 1)
@@ -75,8 +77,9 @@ def download_binaries(target_dir: str | os.PathLike) -> Path:
     return found
 
 
-def extract_features(images: np.ndarray, weights: str | None = "imagenet", image_size: int = 224,
-                     batch_size: int = 64) -> np.ndarray:
+def extract_features(
+    images: np.ndarray, weights: str | None = "imagenet", image_size: int = 224, batch_size: int = 64
+) -> np.ndarray:
     """ResNet-50 average-pooled features [N, 2048] of uint8 RGB images, resized to `image_size`.
 
     `weights` is "imagenet" (downloaded by Keras on first use), a path to a weights file, or None for a
@@ -85,12 +88,12 @@ def extract_features(images: np.ndarray, weights: str | None = "imagenet", image
     import keras  # pylint: disable=g-import-not-at-top
     from keras.applications import resnet50  # pylint: disable=g-import-not-at-top
 
-    network = resnet50.ResNet50(include_top=False, weights=weights, pooling="avg",
-                                input_shape=(image_size, image_size, 3))
+    network = resnet50.ResNet50(
+        include_top=False, weights=weights, pooling="avg", input_shape=(image_size, image_size, 3)
+    )
     features = []
     for start in range(0, len(images), batch_size):
-        batch = keras.ops.image.resize(images[start:start + batch_size].astype(np.float32),
-                                       (image_size, image_size))
+        batch = keras.ops.image.resize(images[start : start + batch_size].astype(np.float32), (image_size, image_size))
         features.append(keras.ops.convert_to_numpy(network(resnet50.preprocess_input(batch), training=False)))
     return np.concatenate(features).astype(np.float32)
 
@@ -109,12 +112,12 @@ def load_stl10(data_dir: str | os.PathLike | None = None, *, seed: int = 0) -> D
         raise FileNotFoundError(
             f"STL-10 features {FEATURES_FILE} not found in:\n{where}\nMake them with "
             "`python scripts/extract_stl10_features.py` (it reads stl10_binary/ from these folders or downloads "
-            f"it from {URL}, and needs the ImageNet ResNet-50 weights Keras downloads). See data/README.md.")
+            f"it from {URL}, and needs the ImageNet ResNet-50 weights Keras downloads). See data/README.md."
+        )
     arrays = read_arrays(path, ("features", "labels"))
     x, y = arrays["features"], arrays["labels"]
     if x.ndim != 2 or len(x) != len(y) or len(x) < 2 or not np.all(np.isfinite(x)):
-        raise ValueError(f"{path}: 'features' must be a finite [N, D] array with N labels; got {x.shape} and "
-                         f"{y.shape}")
+        raise ValueError(f"{path}: 'features' must be a finite [N, D] array with N labels; got {x.shape} and {y.shape}")
     if y.dtype.kind not in "iu" or y.min() < 0 or y.max() > 9:
         raise ValueError(f"{path}: 'labels' must be integers in 0..9")
     splits = random_split(x.astype(np.float32), y.astype(np.int64), TEST_FRACTION, seed)

@@ -73,12 +73,13 @@ def find_folder(data_dir: str | os.PathLike | None = None) -> tuple[Path | None,
     searched = paths.search_dirs(SUBFOLDERS, data_dir)
     for n, folder in enumerate(searched):
         if folder.is_dir() and any(parse_name(p.name) for p in folder.iterdir()):
-            return folder, searched[:n + 1]
+            return folder, searched[: n + 1]
     return None, searched
 
 
-def load_utkface(task: str = "gender", data_dir: str | os.PathLike | None = None, *, image_size: int = 64,
-                 seed: int = 0) -> Dataset:
+def load_utkface(
+    task: str = "gender", data_dir: str | os.PathLike | None = None, *, image_size: int = 64, seed: int = 0
+) -> Dataset:
     """UTKFace for `task` ("gender" or "ethnicity") as RGB images in [0, 1] with a seeded 80/20 split.
 
     Raises:
@@ -94,7 +95,8 @@ def load_utkface(task: str = "gender", data_dir: str | os.PathLike | None = None
             f"UTKFace images (age_gender_race_date.jpg) not found in:\n{where}\nUTKFace has no stable direct "
             "download link: get UTKFace.tar.gz (aligned & cropped faces) from https://susanqq.github.io/UTKFace/, "
             f"extract it into {paths.REPO_DATA_DIR}/utkface (giving utkface/UTKFace/*.jpg), $DCGMM_DATA or "
-            "--data_dir. See data/README.md.")
+            "--data_dir. See data/README.md."
+        )
     files, labels = select(sorted(p for p in folder.iterdir() if p.is_file()), TASKS[task])
     if len(files) < 2:
         raise ValueError(f"{folder}: only {len(files)} face(s) match the {task} task")
