@@ -16,13 +16,18 @@ from typing import Any
 from dcgmm_tf.cluster_init import LINK_START_STRATEGIES, START_STRATEGIES
 from dcgmm_tf.constraints import LINK_TYPES
 from dcgmm_tf.distribute import DISTRIBUTION_STRATEGIES
+from dcgmm_tf.losses import PAIR_LOSSES
 from dcgmm_tf.model import KL_ESTIMATORS
 from dcgmm_tf.storage import settings_hash
 
 METHODS = ("dcgmm", "vade", "pckmeans", "sdec", "cidec")
 MIXTURE_METHODS = ("dcgmm", "vade")  # the methods with a Gaussian mixture to start and restart
 CLUSTER_INITS = (*START_STRATEGIES, "labels")  # the starts of the mixture
+LR_SCHEDULES = ("staircase", "cosine")
 MIXED_PRECISION_POLICIES = {"off": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+
+
+_ALWAYS = object()  # a field that is always part of RunConfig.key()
 
 
 def setting(
@@ -34,13 +39,26 @@ def setting(
     upper: float | None = None,
     rule: tuple[Callable[[Any], bool], str] | None = None,
     kind: type | None = None,
+    legacy: Any = _ALWAYS,
 ) -> Any:
     """A config field: its default, help text and allowed values (``choices``, closed bounds ``lower``/``upper``,
-    or a ``rule`` (predicate, "what it must be")); ``kind`` is the value type when the default is None."""
+    or a ``rule`` (predicate, "what it must be")); ``kind`` is the value type when the default is None.
+
+    ``legacy`` is, for a field added after results were first written, the value that gives the behaviour from
+    before it existed: the field is left out of ``RunConfig.key()`` while it has that value, so older rows keep
+    their key."""
     # pylint: disable=redefined-builtin
     return dataclasses.field(
         default=default,
-        metadata={"help": help, "choices": choices, "lower": lower, "upper": upper, "rule": rule, "kind": kind},
+        metadata={
+            "help": help,
+            "choices": choices,
+            "lower": lower,
+            "upper": upper,
+            "rule": rule,
+            "kind": kind,
+            "legacy": legacy,
+        },
     )
 
 
@@ -150,6 +168,21 @@ class RunConfig:
     learning_rate: float = setting(1e-3, "Initial Adam learning rate.", rule=(lambda v: v > 0, "> 0"))
     lr_decay: float = setting(0.9, "Learning-rate decay factor.", rule=(lambda v: 0 < v <= 1, "in (0, 1]"))
     lr_decay_epochs: int = setting(20, "Epochs between learning-rate decays.", lower=1)
+    lr_schedule: str = setting(
+        "staircase",
+        "Learning-rate schedule: staircase (the paper's: times lr_decay every lr_decay_epochs) or "
+        "cosine (not the paper's: a cosine from learning_rate down to 1 % of it over the run's epochs).",
+        choices=LR_SCHEDULES,
+        legacy="staircase",
+    )
+    pair_loss: str = setting(
+        "paper",
+        "Pairwise term: paper (Eq. 10, -W_ij sum_k p(k|x_i) p(k|x_j)) or likelihood (not the paper's: the "
+        "log-likelihood of each link under the noise its |W_ij| implies, whose force does not vanish on confident "
+        "disagreements; see dcgmm_tf.losses.pair_log_likelihood_term).",
+        choices=PAIR_LOSSES,
+        legacy="paper",
+    )
     layout: str = setting(
         "separate",
         "Where constraint pairs go: extra batches of B/2 pairs (paper) or spread over all batches.",
@@ -222,9 +255,11 @@ class RunConfig:
             )
 
     def key(self) -> str:
-        """The configuration's identity: a hash of every field but the seed, each written as on the command line
-        (a list as its comma-separated items), so rows written before this class existed keep their key."""
-        fields = {k: v for k, v in dataclasses.asdict(self).items() if k != "seed"}
+        """The configuration's identity: a hash of every field but the seed (and of the fields added later, while
+        they keep their ``legacy`` value), each written as on the command line (a list as its comma-separated
+        items), so rows written before this class or those fields existed keep their key."""
+        legacy = {f.name: f.metadata["legacy"] for f in dataclasses.fields(self)}
+        fields = {k: v for k, v in dataclasses.asdict(self).items() if k != "seed" and v != legacy[k]}
         return settings_hash({k: [str(x) for x in v] if isinstance(v, tuple) else v for k, v in fields.items()})
 
 

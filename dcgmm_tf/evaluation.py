@@ -8,8 +8,10 @@ the training constraints into one results row (:func:`results_row`).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+import keras
 import numpy as np
 
 from dcgmm_tf import metrics
@@ -74,11 +76,17 @@ def results_row(
     }
 
 
-def train_and_evaluate(config: RunConfig, data: Dataset, runtime: RuntimeConfig = RuntimeConfig()) -> RunResult:
-    """One run of ``config`` on ``data``: the prepared run, its training, and its results row."""
+def train_and_evaluate(
+    config: RunConfig,
+    data: Dataset,
+    runtime: RuntimeConfig = RuntimeConfig(),
+    callbacks: Callable[[PreparedRun], Sequence[keras.callbacks.Callback]] | None = None,
+) -> RunResult:
+    """One run of ``config`` on ``data``: the prepared run, its training, and its results row. ``callbacks``,
+    given the prepared run, makes extra callbacks for the training (dcgmm and vade)."""
     run = prepare_run(config, data, run_dir=run_dir_of(config, data.name, runtime))
     start = time.perf_counter()
-    trained = train_prepared(config, run, runtime)
+    trained = train_prepared(config, run, runtime, callbacks(run) if callbacks else ())
     train_seconds = time.perf_counter() - start
     test_clusters = trained.test_clusters  # scored after the last epoch already, or not
     if test_clusters is None:

@@ -36,6 +36,8 @@ class FitSchedule:
       learning_rate: Initial Adam learning rate.
       lr_decay: Factor of the staircase learning-rate decay.
       lr_decay_epochs: Epochs between two decays.
+      lr_schedule: ``"staircase"`` (the paper's: times ``lr_decay`` every ``lr_decay_epochs``) or ``"cosine"``
+        (not the paper's: a cosine from ``learning_rate`` down to 1 % of it at the last step of ``epochs``).
       clipnorm: Global gradient norm to clip each step's gradient to (0: no clipping).
     """
 
@@ -47,12 +49,18 @@ class FitSchedule:
     lr_decay: float = 0.9
     lr_decay_epochs: int = 20
     clipnorm: float = 300.0
+    lr_schedule: str = "staircase"
 
 
 def learning_rate_schedule(
     schedule: FitSchedule, steps_per_epoch: int
 ) -> keras.optimizers.schedules.LearningRateSchedule:
-    """The learning rate by step: ``learning_rate``, times ``lr_decay`` every ``lr_decay_epochs`` epochs."""
+    """The learning rate by step: ``learning_rate``, times ``lr_decay`` every ``lr_decay_epochs`` epochs, or with
+    ``lr_schedule="cosine"`` a cosine from ``learning_rate`` to 1 % of it over ``epochs``."""
+    if schedule.lr_schedule == "cosine":
+        return keras.optimizers.schedules.CosineDecay(
+            schedule.learning_rate, decay_steps=schedule.epochs * steps_per_epoch, alpha=0.01
+        )
     return keras.optimizers.schedules.ExponentialDecay(
         schedule.learning_rate,
         decay_steps=schedule.lr_decay_epochs * steps_per_epoch,

@@ -10,6 +10,8 @@ Per sample, with z ~ q(z|x) (SGVB, Appendix B.3) and gamma_k = p(k|z) (Eq. 7):
                     = log q(z|x) - logsumexp_k [log p(z|k) + log pi_k]
     constraint      = -(1/B) sum_i sum_{j != i} W_ij sum_k gamma_ik gamma_jk        (per batch)
 
+(:func:`pair_log_likelihood_term` is an optional replacement of the last term, not the paper's.)
+
 The second form of ``cluster_kl`` is an exact identity (gamma is the posterior of the mixture), and the
 one the code evaluates: it never takes the log of a probability.
 """
@@ -106,3 +108,58 @@ def pairwise_constraint_term(log_gamma: tf.Tensor, w: tf.Tensor) -> tf.Tensor:
     w_off_diagonal = w * (1.0 - tf.eye(tf.shape(w)[0], dtype=w.dtype))
     batch_size = tf.cast(tf.shape(w)[0], tf.float32)
     return -tf.reduce_mean(tf.reduce_sum(w_off_diagonal * same_cluster, axis=[-2, -1])) / batch_size
+
+
+CONFIDENCE_UNIT = 1000.0  # |W_ij| = 1000 log((1 - q) / q): the paper's confidence of a link of noise level q
+PAIR_LOSSES = ("paper", "likelihood")
+
+
+def log_complement(log_p: tf.Tensor) -> tf.Tensor:
+    """log(1 - p_k) = logsumexp_{l != k} log p_l for a distribution given by its logs ``[..., K]``.
+
+    Exact where p_k is close to 1 (no cancellation in 1 - p_k) and differentiable everywhere.
+    """
+    num_classes = tf.shape(log_p)[-1]
+    others = tf.where(tf.eye(num_classes, dtype=tf.bool), -math.inf, log_p[..., tf.newaxis, :])  # [..., K, K]
+    return tf.reduce_logsumexp(others, axis=-1)
+
+
+def pair_log_likelihood_term(log_gamma: tf.Tensor, w: tf.Tensor) -> tf.Tensor:
+    """Negative log-likelihood of the batch's links (a departure from the paper: ``pair_loss="likelihood"``).
+
+    A link between i and j is observed as a must-link when the two samples share a cluster, flipped with the
+    probability eps_ij = 1 / (1 + exp(|W_ij| / 1000)) that its confidence stands for (the inverse of the paper's
+    |W| = 1000 log((1 - q) / q)). With s_ij = sum_k p(k|z_i) p(k|z_j):
+
+        log P(must-link)   = log((1 - eps) s + eps (1 - s))
+        log P(cannot-link) = log(eps s + (1 - eps) (1 - s))
+
+    and the term is -(1000 / B) sum_{i != j, W_ij != 0} log P(link_ij), the meta-classification likelihood of Hsu
+    et al. (ICLR 2019) with the paper's noise model. Unlike the paper's -W s, whose gradient vanishes like
+    p (1 - p) once two confidently assigned samples disagree, its gradient there grows like 1 / (s + eps).
+    Everything is in log space: log s and log(1 - s) are log-sum-exps of log p(k|z).
+
+    Args:
+        log_gamma: log p(k|z), shape [..., B, K] (leading axes, e.g. Monte Carlo samples, are averaged).
+        w: the batch's [B, B] block of W; only its non-zero off-diagonal entries count.
+
+    Returns:
+        The scalar term (0 when the block holds no link).
+    """
+    w = tf.cast(w, tf.float32)
+    batch_size = tf.shape(w)[0]
+    w = w * (1.0 - tf.eye(batch_size, dtype=w.dtype))
+    pairs = tf.where(tf.not_equal(w, 0.0))  # [P, 2], each link in both orders, as in the paper's sum
+    weight = tf.gather_nd(w, pairs)
+    log_gamma_i = tf.gather(log_gamma, pairs[:, 0], axis=-2)  # [..., P, K]
+    log_gamma_j = tf.gather(log_gamma, pairs[:, 1], axis=-2)
+    log_same = tf.reduce_logsumexp(log_gamma_i + log_gamma_j, axis=-1)  # log s_ij
+    log_differ = tf.reduce_logsumexp(log_gamma_i + log_complement(log_gamma_j), axis=-1)  # log(1 - s_ij)
+    logit = tf.abs(weight) / CONFIDENCE_UNIT
+    log_keep, log_flip = -tf.nn.softplus(-logit), -tf.nn.softplus(logit)  # log(1 - eps), log eps
+    must = weight > 0
+    log_holds = tf.where(must, log_same, log_differ)  # the observed relation is true
+    log_fails = tf.where(must, log_differ, log_same)
+    log_likelihood = tf.reduce_logsumexp(tf.stack([log_keep + log_holds, log_flip + log_fails]), axis=0)
+    total = tf.reduce_mean(tf.reduce_sum(log_likelihood, axis=-1))
+    return -CONFIDENCE_UNIT * total / tf.cast(batch_size, tf.float32)

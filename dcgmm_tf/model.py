@@ -35,6 +35,8 @@ class DCGMM(keras.Model):
             ``"analytic"`` (VaDE's and the original code's: the Gaussian expectations over q(z|x) in
             closed form, with p(c|z) taken at the sampled z).
         seed: seed of the reparameterisation noise.
+        pair_loss: ``"paper"`` (Eq. 10's -W_ij sum_k p(k|z_i) p(k|z_j)) or ``"likelihood"`` (not the paper's: the
+            log-likelihood of each link, :func:`dcgmm_tf.losses.pair_log_likelihood_term`).
     """
 
     def __init__(
@@ -49,6 +51,7 @@ class DCGMM(keras.Model):
         min_variance: float = 1e-3,
         kl_estimator: str = "sample",
         seed: int | None = None,
+        pair_loss: str = "paper",
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -60,6 +63,9 @@ class DCGMM(keras.Model):
             raise ValueError(f"num_mc_samples must be at least 1, got {num_mc_samples}")
         if kl_estimator not in KL_ESTIMATORS:
             raise ValueError(f"kl_estimator must be one of {KL_ESTIMATORS}, got {kl_estimator!r}")
+        if pair_loss not in losses.PAIR_LOSSES:
+            raise ValueError(f"pair_loss must be one of {losses.PAIR_LOSSES}, got {pair_loss!r}")
+        self.pair_loss = pair_loss
         self.kl_estimator = kl_estimator
         self.sample_shape = tuple(int(s) for s in input_shape)
         self.num_clusters = int(num_clusters)
@@ -185,7 +191,12 @@ class DCGMM(keras.Model):
         else:
             cluster_kl = losses.cluster_kl(z, z_mean, z_log_var, means, variances)
         cluster_kl = tf.reduce_mean(cluster_kl)
-        constraint = tf.zeros(()) if w is None else losses.pairwise_constraint_term(log_gamma, w)
+        if w is None:
+            constraint = tf.zeros(())
+        elif self.pair_loss == "likelihood":
+            constraint = losses.pair_log_likelihood_term(log_gamma, w)
+        else:
+            constraint = losses.pairwise_constraint_term(log_gamma, w)
         return {
             "loss": reconstruction + cluster_kl + constraint,
             "reconstruction": reconstruction,
@@ -257,6 +268,7 @@ class DCGMM(keras.Model):
             "min_variance": self.min_variance,
             "kl_estimator": self.kl_estimator,
             "seed": self.seed,
+            "pair_loss": self.pair_loss,
         }
 
     @classmethod

@@ -30,7 +30,7 @@ from dcgmm_tf import metrics
 from dcgmm_tf.baselines.training import train_dec, train_pckmeans
 from dcgmm_tf.callbacks import ClusteringMetrics, ClusterRestart
 from dcgmm_tf.cluster_init import LINK_START_STRATEGIES
-from dcgmm_tf.config import MIXED_PRECISION_POLICIES, RunConfig, RuntimeConfig
+from dcgmm_tf.config import MIXED_PRECISION_POLICIES, MIXTURE_METHODS, RunConfig, RuntimeConfig
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.data import Dataset
 from dcgmm_tf.fitting import FitSchedule, fit_mixture
@@ -69,6 +69,7 @@ def make_model(config: RunConfig, input_shape: tuple[int, ...], likelihood: str,
         likelihood=likelihood,
         kl_estimator=config.kl_estimator,
         seed=seed,
+        pair_loss=config.pair_loss,
         **networks,
     )
 
@@ -162,6 +163,7 @@ def fit_config(
         lr_decay=config.lr_decay,
         lr_decay_epochs=config.lr_decay_epochs,
         clipnorm=config.clipnorm,
+        lr_schedule=config.lr_schedule,
     )
     run_callbacks = []
     if config.cluster_init in LINK_START_STRATEGIES and config.restart_every and len(constraints) > 0:
@@ -186,8 +188,11 @@ def fit_config(
     )
 
 
-def train_dcgmm(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> TrainedModel:
-    """DC-GMM (VaDE without constraints): pretraining, the initial mixture, then ``config.epochs`` of C-ELBO."""
+def train_dcgmm(
+    config: RunConfig, run: PreparedRun, runtime: RuntimeConfig, callbacks: Sequence[keras.callbacks.Callback] = ()
+) -> TrainedModel:
+    """DC-GMM (VaDE without constraints): pretraining, the initial mixture, then ``config.epochs`` of C-ELBO
+    (with ``callbacks`` after the recipe's own)."""
     x_train, _, x_test, y_test = run.inputs
     model = started_model(config, run, runtime)
     start_acc = float("nan")  # without a test split, nothing is scored
@@ -203,7 +208,14 @@ def train_dcgmm(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> 
     if len(x_test):
         scores.append(ClusteringMetrics(x_test, y_test, every=runtime.eval_every, batch_size=runtime.eval_batch_size))
     history = fit_config(
-        model, config, x_train, run.constraints, runtime, epochs=config.epochs, run_dir=run.run_dir, callbacks=scores
+        model,
+        config,
+        x_train,
+        run.constraints,
+        runtime,
+        epochs=config.epochs,
+        run_dir=run.run_dir,
+        callbacks=[*scores, *callbacks],
     )
     if run.run_dir is not None:
         write_atomically(run.run_dir / "model.keras", model.save, checksum=True)
@@ -222,9 +234,19 @@ TRAINERS: dict[str, Trainer] = {
 }
 
 
-def train_prepared(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig = RuntimeConfig()) -> TrainedModel:
-    """Trains ``config.method`` on the prepared ``run``, under the precision policy of ``config``."""
+def train_prepared(
+    config: RunConfig,
+    run: PreparedRun,
+    runtime: RuntimeConfig = RuntimeConfig(),
+    callbacks: Sequence[keras.callbacks.Callback] = (),
+) -> TrainedModel:
+    """Trains ``config.method`` on the prepared ``run``, under the precision policy of ``config``; ``callbacks``
+    (dcgmm and vade only) join the training's own."""
+    if callbacks and config.method not in MIXTURE_METHODS:
+        raise ValueError(f"callbacks apply to {MIXTURE_METHODS} only, not {config.method}")
     with precision_policy(config.mixed_precision):
+        if callbacks:
+            return train_dcgmm(config, run, runtime, callbacks)
         return TRAINERS[config.method](config, run, runtime)
 
 

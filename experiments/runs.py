@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +20,21 @@ def identity(config: RunConfig, data: Dataset) -> dict[str, Any]:
 
 
 def run_once(
-    config: RunConfig, data: Dataset, runtime: RuntimeConfig, csv_path: str | Path, extra: dict[str, Any] | None = None
+    config: RunConfig,
+    data: Dataset,
+    runtime: RuntimeConfig,
+    csv_path: str | Path,
+    extra: dict[str, Any] | None = None,
+    callbacks: Callable | None = None,
 ) -> dict[str, Any] | None:
     """Trains and evaluates ``config`` on ``data`` and appends its row (plus ``extra`` columns) to ``csv_path``;
-    returns the row, or None without running when the CSV already holds a row of this run (see ``identity``)."""
+    returns the row, or None without running when the CSV already holds a row of this run (see ``identity``).
+    ``callbacks`` is passed on to :func:`~dcgmm_tf.evaluation.train_and_evaluate`."""
     done = identity(config, data)
     if results.has_row(csv_path, done, required=("dataset", "method", "seed")):
         logging.info("skipped: %s is already in %s", done, csv_path)
         return None
-    result = train_and_evaluate(config, data, runtime)
+    result = train_and_evaluate(config, data, runtime, callbacks)
     row = {**result.row, **(extra or {})}
     results.append_row(csv_path, row)
     logging.info("%s", row)

@@ -154,3 +154,55 @@ def test_analytic_and_sampled_cluster_kl_agree_for_a_point_mass(tiny):
     analytic = losses.cluster_kl_analytic(log_gamma, mean, log_var, means, variances).numpy()
     sampled = losses.cluster_kl(mean, mean, log_var, means, variances).numpy()
     np.testing.assert_allclose(analytic, sampled - mean.shape[1] / 2, rtol=1e-4, atol=1e-3)
+
+
+def _numpy_pair_log_likelihood_term(log_gamma, w):
+    gamma = np.exp(log_gamma.astype(np.float64))
+    b = len(gamma)
+    total = 0.0
+    for i in range(b):
+        for j in range(b):
+            if i == j or w[i, j] == 0:
+                continue
+            s = gamma[i] @ gamma[j]
+            eps = 1.0 / (1.0 + np.exp(abs(w[i, j]) / 1000.0))
+            total += np.log((1 - eps) * s + eps * (1 - s)) if w[i, j] > 0 else np.log(eps * s + (1 - eps) * (1 - s))
+    return -1000.0 * total / b
+
+
+def test_pair_log_likelihood_matches_numpy(tiny):
+    _, log_gamma = _numpy_log_gamma(tiny["z"], tiny["means"], tiny["variances"])
+    rng = np.random.default_rng(4)
+    w = np.where(rng.random((5, 5)) < 0.5, 0.0, rng.choice([-1e4, -1386.0, 700.0, 1e4], size=(5, 5)))
+    w = np.triu(w, 1)
+    w = (w + w.T).astype(np.float32)
+    np.fill_diagonal(w, 5.0)  # the diagonal must be ignored
+    got = losses.pair_log_likelihood_term(log_gamma.astype(np.float32), w).numpy()
+    np.testing.assert_allclose(got, _numpy_pair_log_likelihood_term(log_gamma, w), rtol=1e-4)
+    assert float(losses.pair_log_likelihood_term(log_gamma.astype(np.float32), np.zeros((5, 5), np.float32))) == 0.0
+
+
+def test_log_complement_exact_near_one():
+    log_p = np.log(np.array([[1 - 1e-7, 5e-8, 5e-8]], np.float64)).astype(np.float32)
+    got = losses.log_complement(log_p).numpy()
+    assert got[0, 0] == pytest.approx(np.log(1e-7), rel=1e-4)  # 1 - p in float32 would give log(1.2e-7) or -inf
+    np.testing.assert_allclose(got[0, 1:], 0.0, atol=1e-6)
+
+
+def test_pair_likelihood_pulls_a_confidently_violated_must_link():
+    """On a must-link whose two samples sit confidently in different clusters, the paper's gradient (through the
+    logits of p(k|z)) is about zero, the likelihood's is not."""
+    import tensorflow as tf
+
+    logits = tf.Variable([[12.0, 0.0, 0.0], [0.0, 12.0, 0.0]])
+    must = np.array([[0, 1e4], [1e4, 0]], np.float32)
+
+    def grad_norm(term):
+        with tf.GradientTape() as tape:
+            value = term(tf.nn.log_softmax(logits), must)
+        return float(tf.norm(tape.gradient(value, logits)))
+
+    paper, likelihood = grad_norm(losses.pairwise_constraint_term), grad_norm(losses.pair_log_likelihood_term)
+    assert paper < 0.5
+    assert likelihood > 1e3 * max(paper, 1e-6)
+    assert likelihood > 100.0

@@ -124,7 +124,7 @@ def test_finished_runs_are_skipped(toy, tmp_path, monkeypatch):
     config, runtime = toy
     calls = []
 
-    def fake_train_and_evaluate(config, data, runtime):
+    def fake_train_and_evaluate(config, data, runtime, callbacks=None):
         calls.append(config.seed)
         row = {
             "dataset": data.name,
