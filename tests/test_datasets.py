@@ -432,3 +432,13 @@ def test_data_package_has_no_import_cycle():
 
 def test_package_has_no_import_cycle():
     assert find_cycles(import_graph(PACKAGE_ROOT)) == []
+
+
+def test_digits_by_name_is_a_fixed_stratified_split():
+    from dcgmm_tf.data import load_dataset
+
+    first, again = load_dataset("digits"), load_dataset("Digits")
+    assert first.x_train.shape == (1437, 64) and first.x_test.shape == (360, 64)
+    assert 0.0 <= first.x_train.min() and first.x_train.max() == 1.0 and first.likelihood == "bernoulli"
+    assert np.array_equal(first.x_train, again.x_train) and np.array_equal(first.y_test, again.y_test)
+    assert np.bincount(first.y_test).min() >= 35  # every class in the test split (stratified: 35-37 each)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Protocol
 
-from dcgmm_tf.data import mnist, reuters, stl10, utkface
+from dcgmm_tf.data import digits, mnist, reuters, stl10, utkface
 from dcgmm_tf.data.dataset import Dataset
 
 
@@ -60,6 +60,7 @@ def _utkface_loader(task: str) -> Loader:
     return lambda data_dir, *, download, image_size: utkface.load_utkface(task, data_dir, image_size=image_size)
 
 
+register("digits", lambda data_dir, *, download, image_size: digits.load_digits())
 register("fashion", _idx_loader("fashion_mnist"))
 register("fashion_mnist", _idx_loader("fashion_mnist"))
 register("mnist", _idx_loader("mnist"))
