@@ -46,9 +46,9 @@ def plot_dynamics(records: list[dict], path: Path, title: str = "") -> None:
         if key not in records[0]:
             continue
         for name in records[0][key]:
-            axes[3].semilogy(
-                epochs, [max(r[key][name], 1e-12) for r in records], style, lw=0.8, label=f"{name} ({key[5:]} batch)"
-            )
+            values = [r[key][name] for r in records]
+            if max(values) > 0:  # e.g. the pair term on a data batch, or the reconstruction's mixture part: 0
+                axes[3].semilogy(epochs, values, style, lw=0.8, label=f"{name} ({key[5:]} batch)")
     axes[3].set_ylabel("gradient norm")
     axes[3].set_xlabel("epoch")
     axes[3].legend(fontsize=6, ncol=2)
