@@ -250,7 +250,7 @@ def test_unknown_name():
         load_dataset("cifar")
     with pytest.raises(
         ValueError,
-        match=r"Known names: \['fashion', 'fashion_mnist', 'mnist', 'reuters', 'stl10', "
+        match=r"Known names: \['digits', 'fashion', 'fashion_mnist', 'mnist', 'reuters', 'stl10', "
         r"'utkface_ethnicity', 'utkface_gender'\]",
     ):
         load_dataset("utkface_age")

@@ -141,7 +141,7 @@ def test_available_methods_keeps_known_ones():
 def test_sweep_appends_rows_and_skips_configs_already_done(tmp_path, monkeypatch):
     calls = []
 
-    def fake_train_and_evaluate(config, data, runtime):
+    def fake_train_and_evaluate(config, data, runtime, callbacks=None):
         calls.append((config.method, config.num_constraints, config.seed))
         row = {
             "dataset": data.name,
