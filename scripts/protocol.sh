@@ -29,16 +29,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments import results
+
 out = Path(sys.argv[1])
-rows = pd.concat([pd.read_csv(out / f"threads{t}" / "results.csv").assign(threads=t) for t in (1, 2)
-                  if (out / f"threads{t}" / "results.csv").exists()])
-rows.to_csv(out / "results.csv", index=False)
-scores = ["acc", "nmi", "ari", "train_seconds"]
-groups = {f"threads={t}": r for t, r in rows.groupby("threads")} | {"all": rows}
-summary = pd.DataFrame([{"runs": len(r), "group": g, **{f"{c}_mean": r[c].mean() for c in scores},
-                         **{f"{c}_std": r[c].std() for c in scores}, "acc_min": r["acc"].min()}
-                        for g, r in groups.items()])
-summary.to_csv(out / "summary.csv", index=False)
+parts = [results.read_rows(out / f"threads{t}" / "results.csv").assign(threads=t) for t in (1, 2)]
+rows = pd.concat([p for p in parts if len(p)])
+results.write_csv_atomically(rows, out / "results.csv")
+keys = ("dataset", "method", "num_pairs", "epochs", "config")
+summary = pd.concat([results.summarise(rows, (*keys, "threads")), results.summarise(rows, keys).assign(threads="all")])
+summary["acc_min"] = [rows.loc[rows["threads"].eq(t) | (t == "all"), "acc"].min() for t in summary["threads"]]
+results.write_csv_atomically(summary, out / "summary.csv")
 print(summary.to_string(index=False))
 PY
 exit $failed
