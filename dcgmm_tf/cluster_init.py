@@ -39,8 +39,8 @@ def _check_embeddings(z: np.ndarray, num_clusters: int) -> np.ndarray:
     z = np.asarray(z)
     if z.ndim != 2 or not np.all(np.isfinite(z)):
         raise ValueError(f"embeddings must be a finite [N, D] array, got shape {z.shape}")
-    if not 2 <= num_clusters <= len(z):
-        raise ValueError(f"num_clusters must be in [2, N={len(z)}], got {num_clusters}")
+    if not 1 <= num_clusters <= len(z):
+        raise ValueError(f"num_clusters must be in [1, N={len(z)}], got {num_clusters}")
     return z
 
 

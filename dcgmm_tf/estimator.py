@@ -9,7 +9,10 @@ for any scikit-learn clusterer; the fitted Keras model is ``model_`` (save it wi
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
@@ -19,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dcgmm_tf import training, validation
 from dcgmm_tf.callbacks import ClusterRestart
+from dcgmm_tf.cluster_count import check_candidates, choose_num_clusters
 from dcgmm_tf.cluster_init import LINK_START_STRATEGIES, START_STRATEGIES
 from dcgmm_tf.config import RunConfig, check_field
 from dcgmm_tf.constraints import ConstraintSet, as_constraint_set
@@ -27,25 +31,108 @@ from dcgmm_tf.model import DCGMM
 from dcgmm_tf.pretraining import start_mixture
 
 _RUNNER_DEFAULTS = RunConfig.__dataclass_fields__
+SCALINGS = ("auto", "none")
+MIN_TRAIN_STEPS = 3000  # the "auto" schedule trains for at least this many steps ...
+MIN_PRETRAIN_STEPS = 600  # ... and pretrains for at least this many
+
+
+@dataclasses.dataclass(frozen=True)
+class EstimatorSchedule:
+    """The schedule that :class:`DCGMMClustering` resolved for its data (``schedule_``).
+
+    Attributes:
+      batch_size: Training and pretraining batch size.
+      epochs: Training epochs.
+      pretrain_epochs: Pretraining epochs.
+      restart_every: Epochs between restarts of the mixture (a tenth of the run).
+      lr_decay_epochs: Epochs between decays of the learning rate by 0.9 (a fifth of the run).
+    """
+
+    batch_size: int
+    epochs: int
+    pretrain_epochs: int
+    restart_every: int
+    lr_decay_epochs: int
+
+
+def fit_schedule(
+    num_samples: int, epochs: int | str = "auto", pretrain_epochs: int | str = "auto", batch_size: int | str = "auto"
+) -> EstimatorSchedule:
+    """The estimator's schedule for ``num_samples`` samples, counted in optimisation steps.
+
+    ``"auto"`` batch size: 256, but at most about an eighth of the data (a power of two, at least 32), so that
+    small data sets take several steps per epoch. ``"auto"`` epochs: 100 (the runner's default), or more when
+    100 epochs are fewer than ``MIN_TRAIN_STEPS`` steps; ``"auto"`` pretraining: 10 epochs, or enough for
+    ``MIN_PRETRAIN_STEPS``. For 60,000 samples this is the runner's 256 / 100 / 10; for scikit-learn's wine
+    (178 samples) 32 / 500 / 100. Restarts and learning-rate decays keep their place in the run (every tenth and
+    every fifth of it, as 10 and 20 of 100 epochs in the runner).
+
+    Raises:
+      ValueError: When a value is neither ``"auto"`` nor allowed by the runner's rules.
+    """
+    if batch_size == "auto":
+        batch_size = int(min(256, max(32, 2 ** int(np.log2(max(num_samples // 8, 1))))))
+    check_field("batch_size", batch_size, _RUNNER_DEFAULTS["batch_size"].metadata)
+    steps = math.ceil(num_samples / batch_size)
+    if epochs == "auto":
+        epochs = max(100, math.ceil(MIN_TRAIN_STEPS / steps))
+    if pretrain_epochs == "auto":
+        pretrain_epochs = max(10, math.ceil(MIN_PRETRAIN_STEPS / steps))
+    for name, value in (("epochs", epochs), ("pretrain_epochs", pretrain_epochs)):
+        if not isinstance(value, numbers.Integral):
+            raise ValueError(f"{name} must be 'auto' or an integer, got {value!r}")
+        check_field(name, value, _RUNNER_DEFAULTS[name].metadata)
+    return EstimatorSchedule(
+        int(batch_size), int(epochs), int(pretrain_epochs), max(1, epochs // 10), max(1, epochs // 5)
+    )
+
+
+def input_scaling(x: np.ndarray, likelihood: str, scaling: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+    """The affine map x -> (x - offset) / scale that brings ``x`` [N, F] to ``likelihood``'s scale.
+
+    With ``scaling="auto"``: for ``"bernoulli"`` one offset and one scale for all features, mapping the smallest
+    value of ``x`` to 0 and the largest to 1 (data already spanning [0, 1] is left unchanged); for
+    ``"gaussian"`` each feature's mean and standard deviation (a constant feature, up to rounding, keeps scale 1). With
+    ``"none"``: offset 0 and scale 1. Both are float64 arrays of shape (F,).
+    """
+    x = np.asarray(x, np.float64)
+    offset, scale = np.zeros(x.shape[1]), np.ones(x.shape[1])
+    if scaling == "none":
+        return offset, scale
+    if likelihood == "bernoulli":
+        low, high = x.min(), x.max()
+        return offset + low, scale * (high - low if high > low else 1.0)
+    std = x.std(axis=0)
+    return x.mean(axis=0), np.where(std > 1e-10 * np.abs(x).max(axis=0), std, 1.0)
 
 
 class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     """Deep Conditional Gaussian Mixture Model: clustering steered by pairwise must-link / cannot-link constraints.
 
     Args:
-      n_clusters: Number of clusters K.
+      n_clusters: Number of clusters K (1: the trivial clustering, with the embedding trained), or "auto": chosen
+        in ``cluster_range`` from the pairs on the pretrained embedding (:mod:`dcgmm_tf.cluster_count`; without
+        pairs by the BIC of a GMM, which follows the embedding's modes rather than classes).
+      cluster_range: The smallest and largest K that ``n_clusters="auto"`` chooses from.
       latent_dim: Dimension of the embedding (``transform`` returns it).
-      epochs: Training epochs after pretraining.
-      pretrain_epochs: Autoencoder pretraining epochs.
+      epochs: Training epochs after pretraining; "auto": 100, or more for small data (see :func:`fit_schedule`).
+      pretrain_epochs: Autoencoder pretraining epochs; "auto": 10, or more for small data.
       alpha: Confidence |W_ij| of the pairs given as ``ml`` / ``cl`` (1e4: the paper's hard constraints; for pairs
         that are wrong with probability q, ``dcgmm_tf.default_alpha(q)``). A ``ConstraintSet`` brings its own
         weights.
-      batch_size: Training and pretraining batch size.
-      learning_rate: Initial Adam learning rate (decayed x0.9 every 20 epochs).
+      batch_size: Training and pretraining batch size; "auto": 256, smaller for small data.
+      learning_rate: Initial Adam learning rate (decayed x0.9 every fifth of the epochs).
       cluster_init: Start of the mixture, "latent_class", "merge" or "gmm": GMM components grouped by the
         constraints (latent_class, merge) or the paper's GMM.
       likelihood: Decoder likelihood, "auto", "bernoulli" or "gaussian"; "auto": Bernoulli when all of X is in
         [0, 1], else Gaussian.
+      scaling: How X is brought to the likelihood's scale before the network sees it: "auto" (for the Bernoulli
+        likelihood one affine map of all of X onto [0, 1], which leaves images in [0, 1] as they are; for the
+        Gaussian one each feature to mean 0 and variance 1) or "none" (X as given). The statistics are kept
+        (``offset_``, ``scale_``) and applied by ``predict`` and ``transform``, so the clustering of ``a * X + b``
+        is that of ``X``.
+      keep_optimizer: Keep the optimizer and its state (Adam's moments) on ``model_``, to train it further;
+        without it a pickled estimator is about a third the size.
       random_state: Seed (int, RandomState instance or None) of the initialisation, pretraining, start and
         batches.
       verbose: Keras progress output: 0 silent, 1 progress bar, 2 one line per epoch.
@@ -55,26 +142,34 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
       labels_: Cluster of each training sample, shape (n_samples,).
       constraints_: The ``dcgmm_tf.ConstraintSet`` the model was trained with.
       history_: Per-epoch values of each loss term.
+      n_clusters_: The number of clusters fitted.
+      cluster_count_: With ``n_clusters="auto"``: the chosen K and every candidate's score.
+      schedule_: The :class:`EstimatorSchedule` used (batch size, epochs, restarts).
       likelihood_: The decoder likelihood used.
+      offset_, scale_: The scaling of the input, x -> (x - offset_) / scale_, shape (n_features,).
       n_features_in_: Number of features seen in ``fit``.
     """
 
     def __init__(
         self,
-        n_clusters: int = 10,
+        n_clusters: int | str = 10,
         *,
+        cluster_range: tuple[int, int] = (2, 30),
         latent_dim: int = 10,
-        epochs: int = 100,
-        pretrain_epochs: int = 10,
+        epochs: int | str = "auto",
+        pretrain_epochs: int | str = "auto",
         alpha: float = 1e4,
-        batch_size: int = 256,
+        batch_size: int | str = "auto",
         learning_rate: float = 1e-3,
         cluster_init: str = "latent_class",
         likelihood: str = "auto",
+        scaling: str = "auto",
+        keep_optimizer: bool = False,
         random_state: Any = None,
         verbose: int = 0,
     ):
         self.n_clusters = n_clusters
+        self.cluster_range = cluster_range
         self.latent_dim = latent_dim
         self.epochs = epochs
         self.pretrain_epochs = pretrain_epochs
@@ -83,6 +178,8 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.learning_rate = learning_rate
         self.cluster_init = cluster_init
         self.likelihood = likelihood
+        self.scaling = scaling
+        self.keep_optimizer = keep_optimizer
         self.random_state = random_state
         self.verbose = verbose
 
@@ -93,64 +190,109 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         ``alpha``) or a ``ConstraintSet`` with per-pair weights; without constraints it is VaDE. ``y`` is ignored."""
         del y
         X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=2)
-        x = X.astype(np.float32)
-        constraints = as_constraint_set(len(x), ml, cl, constraints, weight=self.alpha)
+        constraints = as_constraint_set(len(X), ml, cl, constraints, weight=self.alpha)
         if self.likelihood not in ("auto", "bernoulli", "gaussian"):
             raise ValueError(f"likelihood must be 'auto', 'bernoulli' or 'gaussian', got {self.likelihood!r}")
-        if not isinstance(self.n_clusters, numbers.Integral) or not 2 <= self.n_clusters <= len(x):
-            raise ValueError(f"n_clusters must be an integer in [2, n_samples={len(x)}], got {self.n_clusters!r}")
-        self.likelihood_ = self.likelihood
-        if self.likelihood == "auto":
-            self.likelihood_ = "bernoulli" if x.min() >= 0 and x.max() <= 1 else "gaussian"
+        if self.scaling not in SCALINGS:
+            raise ValueError(f"scaling must be one of {list(SCALINGS)}, got {self.scaling!r}")
+        auto = isinstance(self.n_clusters, str) and self.n_clusters == "auto"
+        if not auto and (not isinstance(self.n_clusters, numbers.Integral) or not 1 <= self.n_clusters <= len(X)):
+            raise ValueError(
+                f"n_clusters must be 'auto' or an integer in [1, n_samples={len(X)}], got {self.n_clusters!r}"
+            )
+        candidates = ()
+        if auto:
+            bounds = self.cluster_range
+            if not (isinstance(bounds, (tuple, list)) and len(bounds) == 2 and bounds[0] <= bounds[1]):
+                raise ValueError(f"cluster_range must be (smallest K, largest K), got {bounds!r}")
+            candidates = check_candidates([*range(bounds[0], bounds[1]), bounds[1]], len(X))
+        if self.cluster_init not in START_STRATEGIES:
+            raise ValueError(f"cluster_init must be one of {list(START_STRATEGIES)}, got {self.cluster_init!r}.")
         seed = self.random_state
         if not isinstance(seed, numbers.Integral):
             seed = int(check_random_state(seed).randint(np.iinfo(np.int32).max))
         seed = int(seed)
-        for name in ("seed", "epochs", "pretrain_epochs", "batch_size", "learning_rate", "latent_dim"):
-            value = seed if name == "seed" else getattr(self, name)
+        self.schedule_ = fit_schedule(len(X), self.epochs, self.pretrain_epochs, self.batch_size)
+        for name, value in (("seed", seed), ("learning_rate", self.learning_rate), ("latent_dim", self.latent_dim)):
             check_field(name, value, _RUNNER_DEFAULTS[name].metadata)  # the runner's rules
-        if self.cluster_init not in START_STRATEGIES:
-            raise ValueError(f"cluster_init must be one of {list(START_STRATEGIES)}, got {self.cluster_init!r}.")
-        x = validation.check_data(x, num_clusters=self.n_clusters, likelihood=self.likelihood_, name="X")
+        self.likelihood_ = self.likelihood
+        if self.likelihood == "auto":
+            self.likelihood_ = "bernoulli" if X.min() >= 0 and X.max() <= 1 else "gaussian"
+        self.offset_, self.scale_ = input_scaling(X, self.likelihood_, self.scaling)
+        x = validation.check_data(self._scaled(X), likelihood=self.likelihood_, name="X")
+        if auto:
+            z = self._pretrained(x, 2, seed).embed(x)
+            self.cluster_count_ = choose_num_clusters(z, constraints, candidates, seed=seed)
+            self.n_clusters_ = self.cluster_count_.num_clusters
+        else:
+            self.n_clusters_ = int(self.n_clusters)
+        self.model_ = self._train(x, constraints, self.n_clusters_, seed)
+        self.constraints_ = constraints
+        self.labels_ = self._probabilities(x).argmax(-1)
+        empty = np.flatnonzero(np.bincount(self.labels_, minlength=self.n_clusters_) == 0)
+        if len(empty):
+            warnings.warn(
+                f"clusters {empty.tolist()} of {self.n_clusters_} hold no training sample; fewer clusters, more "
+                "epochs or pairs between the samples they should hold may help",
+                stacklevel=2,
+            )
+        return self
+
+    def _pretrained(self, x: np.ndarray, num_clusters: int, seed: int) -> DCGMM:
+        """A model with ``num_clusters`` clusters after its autoencoder pretraining on scaled ``x``."""
 
         def build(model_seed: int) -> DCGMM:
             return DCGMM(
                 (x.shape[1],),
-                num_clusters=self.n_clusters,
+                num_clusters=num_clusters,
                 latent_dim=self.latent_dim,
                 likelihood=self.likelihood_,
                 seed=model_seed,
             )
 
-        # The library calls of the runner's recipe (dcgmm_tf.training.train_dcgmm), with the runner's defaults.
-        model = training.pretrained_model(
+        return training.pretrained_model(
             build,
             x,
             seed=seed,
-            epochs=self.pretrain_epochs,
-            batch_size=self.batch_size,
+            epochs=self.schedule_.pretrain_epochs,
+            batch_size=self.schedule_.batch_size,
             name="estimator",
             cache_dir=None,
             verbose=self.verbose,
         )
-        start_mixture(model, x, self.cluster_init, constraints, seed=seed)
+
+    def _train(self, x: np.ndarray, constraints: ConstraintSet, num_clusters: int, seed: int) -> DCGMM:
+        """The library calls of the runner's recipe (:func:`dcgmm_tf.training.train_dcgmm`) on scaled ``x``."""
+        schedule = self.schedule_
+        model = self._pretrained(x, num_clusters, seed)
+        # One cluster is the trivial clustering: the paper's start, no restarts.
+        start = self.cluster_init if num_clusters > 1 else "gmm"
+        start_mixture(model, x, start, constraints, seed=seed)
         callbacks = []
-        if self.cluster_init in LINK_START_STRATEGIES and len(constraints) > 0:
-            callbacks.append(
-                ClusterRestart(x, constraints, _RUNNER_DEFAULTS["restart_every"].default, self.cluster_init, seed=seed)
-            )
-        schedule = FitSchedule(self.epochs, batch_size=self.batch_size, seed=seed, learning_rate=self.learning_rate)
-        self.history_ = fit_mixture(model, x, constraints, schedule, callbacks, verbose=self.verbose)
-        self.model_, self.constraints_ = model, constraints
-        self.labels_ = self._probabilities(x).argmax(-1)
-        return self
+        if start in LINK_START_STRATEGIES and len(constraints) > 0:
+            callbacks.append(ClusterRestart(x, constraints, schedule.restart_every, start, seed=seed))
+        fit = FitSchedule(
+            schedule.epochs,
+            batch_size=schedule.batch_size,
+            seed=seed,
+            learning_rate=self.learning_rate,
+            lr_decay_epochs=schedule.lr_decay_epochs,
+        )
+        self.history_ = fit_mixture(model, x, constraints, fit, callbacks, verbose=self.verbose)
+        if not self.keep_optimizer:
+            # Its moments are twice the weights' size; the model predicts without them (and unpickles uncompiled).
+            model.optimizer, model.compiled = None, False
+        return model
 
     def _probabilities(self, x: np.ndarray) -> np.ndarray:
         return self.model_.predict(x, batch_size=1024, verbose=0)
 
+    def _scaled(self, X: np.ndarray) -> np.ndarray:
+        return ((X - self.offset_) / self.scale_).astype(np.float32)
+
     def _fitted_input(self, X: Any) -> np.ndarray:
         check_is_fitted(self)
-        return validate_data(self, X, dtype=[np.float64, np.float32], reset=False).astype(np.float32)
+        return self._scaled(validate_data(self, X, dtype=[np.float64, np.float32], reset=False))
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """p(c|x) for each sample and cluster, shape (n_samples, n_clusters)."""

@@ -57,8 +57,8 @@ class DCGMM(keras.Model):
         super().__init__(**kwargs)
         if likelihood not in losses.LIKELIHOODS:
             raise ValueError(f"likelihood must be one of {losses.LIKELIHOODS}, got {likelihood!r}")
-        if num_clusters < 2:
-            raise ValueError(f"num_clusters must be at least 2, got {num_clusters}")
+        if num_clusters < 1:
+            raise ValueError(f"num_clusters must be at least 1, got {num_clusters}")
         if num_mc_samples < 1:
             raise ValueError(f"num_mc_samples must be at least 1, got {num_mc_samples}")
         if kl_estimator not in KL_ESTIMATORS:

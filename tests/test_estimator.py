@@ -72,8 +72,8 @@ def test_bad_constraints_are_refused(kwargs, match):
 @pytest.mark.parametrize(
     "params, match",
     [
-        ({"n_clusters": 1}, "n_clusters must be an integer in"),
-        ({"n_clusters": 50}, "n_clusters must be an integer in"),
+        ({"n_clusters": 0}, "n_clusters must be .auto. or an integer in"),
+        ({"n_clusters": 50}, "n_clusters must be .auto. or an integer in"),
         ({"epochs": 0}, "epochs must be at least 1"),
         ({"cluster_init": "kmeans"}, "cluster_init must be one of"),
         ({"likelihood": "poisson"}, "likelihood must be"),
@@ -149,3 +149,79 @@ def test_pckmeans_takes_pairs_like_scikit_learn_clusterers():
     np.testing.assert_array_equal(by_pairs.fit_predict(x, ml=ml, cl=cl), by_pairs.labels_)
     with pytest.raises(ValueError, match="either as ml/cl pairs or as a ConstraintSet"):
         PCKMeans(2).fit(x, ConstraintSet.empty(100), ml=ml)
+
+
+@pytest.mark.parametrize("likelihood", ["bernoulli", "gaussian"])
+def test_an_affine_map_of_x_gives_the_same_clustering(likelihood):
+    from sklearn.metrics import adjusted_rand_score
+
+    x, y = toy_data(160)
+    ml = [(i, j) for i, j in zip(np.flatnonzero(y == 0)[:10], np.flatnonzero(y == 0)[10:20])]
+    cl = [(i, j) for i, j in zip(np.flatnonzero(y == 0)[:10], np.flatnonzero(y == 1)[:10])]
+    params = {**TINY, "likelihood": likelihood}
+    reference = DCGMMClustering(2, **params).fit(x.astype(np.float64), ml=ml, cl=cl)
+    for a, b in [(1e-3, 0.0), (1e3, -50.0), (7.0, 300.0)]:
+        est = DCGMMClustering(2, **params).fit(a * x.astype(np.float64) + b, ml=ml, cl=cl)
+        assert np.isfinite(est.history_["loss"]).all()
+        assert adjusted_rand_score(reference.labels_, est.labels_) > 0.95, (a, b)
+        np.testing.assert_allclose(est.transform(a * x + b), reference.transform(x), atol=1e-3)
+
+
+def test_scaling_statistics():
+    from dcgmm_tf.estimator import input_scaling
+
+    x = np.array([[0.0, 5.0, 2.0], [10.0, 5.0, 4.0]])
+    offset, scale = input_scaling(x, "bernoulli")
+    np.testing.assert_allclose((x - offset) / scale, x / 10)
+    offset, scale = input_scaling(x, "gaussian")
+    np.testing.assert_allclose((x - offset) / scale, [[-1, 0, -1], [1, 0, 1]])  # the constant feature keeps scale 1
+    offset, scale = input_scaling(x, "gaussian", "none")
+    assert not offset.any() and (scale == 1).all()
+
+
+def test_pickle_round_trip_without_the_optimizer_state():
+    import pickle
+
+    x, _ = toy_data(100)
+    small = DCGMMClustering(2, **TINY).fit(x)
+    kept = DCGMMClustering(2, keep_optimizer=True, **TINY).fit(x)
+    data = pickle.dumps(small)
+    assert len(data) < 0.5 * len(pickle.dumps(kept)) and kept.model_.optimizer is not None
+    loaded = pickle.loads(data)
+    np.testing.assert_allclose(loaded.predict_proba(x), small.predict_proba(x), atol=1e-6)
+    np.testing.assert_array_equal(loaded.labels_, small.labels_)
+
+
+def test_the_schedule_fits_the_data_size():
+    from dcgmm_tf.estimator import fit_schedule
+
+    large = fit_schedule(60000)
+    assert (large.batch_size, large.epochs, large.pretrain_epochs, large.restart_every, large.lr_decay_epochs) == (
+        256,
+        100,
+        10,
+        10,
+        20,
+    )  # the runner's defaults
+    wine = fit_schedule(178)
+    assert wine.batch_size == 32 and wine.epochs * 6 >= 3000 and wine.pretrain_epochs * 6 >= 600
+    assert fit_schedule(178, epochs=7, batch_size=64).epochs == 7
+    with pytest.raises(ValueError, match="epochs must be 'auto' or an integer"):
+        fit_schedule(178, epochs="many")
+
+
+def test_one_cluster_is_the_trivial_clustering():
+    x, _ = toy_data(60)
+    est = DCGMMClustering(1, **TINY).fit(x, ml=[(0, 1)])
+    assert (est.labels_ == 0).all() and est.predict_proba(x).shape == (60, 1)
+
+
+def test_n_clusters_auto_chooses_from_the_pairs():
+    x, y = toy_data(200)
+    est = DCGMMClustering("auto", cluster_range=(2, 4), **TINY)
+    est.fit(x, constraints=ConstraintSet.from_labels(y, 100, seed=0))
+    assert est.n_clusters_ == est.cluster_count_.num_clusters and est.cluster_count_.candidates == (2, 3, 4)
+    assert est.predict_proba(x).shape == (200, est.n_clusters_)
+    for bounds, match in [((1, 4), "integers in \\[2, 200\\]"), ((5, 2), "cluster_range must be"), (3, "must be")]:
+        with pytest.raises(ValueError, match=match):
+            DCGMMClustering("auto", cluster_range=bounds, **TINY).fit(x)
