@@ -1,14 +1,16 @@
 """Choosing the number of clusters K from the pairs and the data (``n_clusters="auto"``, ``--num_clusters=0``).
 
-With pairs, a quarter of them is held out. The embeddings are mapped by the link metric of the other pairs
-(:func:`dcgmm_tf.cluster_init.link_metric`), a diagonal GMM with K components is fitted for each candidate K, and
-K is scored by the mean log-likelihood of the held-out links under the GMM's cluster probabilities (a link is
-kept with probability sum_k p(k|x_i) p(k|x_j), up to the flip rate its confidence implies). Too few clusters break
-held-out cannot-links, too many break held-out must-links. Scores within a tie of the best (one standard error,
-or ``TOLERANCE`` of the candidates' score range if more) count as the best, and of those the choice is the
-smallest K, or the largest with must-links only: must-links alone cannot tell K from fewer clusters, cannot-links
-alone K from more. Without pairs the BIC of a diagonal GMM on the embeddings decides; it follows the embedding's
-modes rather than the classes (see docs/your-data.md for the numbers).
+With pairs, K is chosen by cross-validation over the pairs (``folds`` folds, each link type spread alike). For
+each fold the embeddings are mapped by the link metric of the other pairs
+(:func:`dcgmm_tf.cluster_init.link_metric`) and a diagonal GMM with K components is fitted for each candidate K;
+each held-out link is scored by its log-likelihood under the GMM's cluster probabilities (kept with probability
+sum_k p(k|x_i) p(k|x_j), up to the flip rate its confidence implies). Too few clusters break held-out
+cannot-links, too many break held-out must-links, so with both link types the K of the best mean score is chosen.
+Must-links alone cannot tell K from fewer clusters, and cannot-links alone K from more: then the largest (must) or
+smallest (cannot) K whose score ties the best (within one standard error, or ``TOLERANCE`` of the candidates'
+score range if more) is chosen, with a warning, as that choice follows how the GMM splits the embedding. Without
+pairs the BIC of a diagonal GMM on the embeddings decides; it follows the embedding's modes rather than the
+classes. docs/your-data.md gives the measured choices.
 
 A latent class model of the pairs over a fine GMM (the start's :func:`dcgmm_tf.cluster_init.fit_latent_classes`)
 was tried first: its classes each hold 1/K of the data, so unequal clusters pushed its choice off (4 for 5 blobs of
@@ -18,6 +20,7 @@ sizes 1:3, 2 with must-links only).
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -85,8 +88,9 @@ def choose_num_clusters(
     candidates: Sequence[int] = DEFAULT_CANDIDATES,
     *,
     seed: int = 0,
-    holdout: float = 0.25,
-    n_init: int = 3,
+    folds: int = 4,
+    n_init: int = 1,
+    max_samples: int = 10000,
 ) -> ClusterCount:
     """Chooses K for embeddings ``z`` [N, D] and their constraints (see the module's docstring).
 
@@ -95,46 +99,57 @@ def choose_num_clusters(
       constraints: The pairs (may be empty: the BIC decides).
       candidates: The values of K to choose from, each in [2, N].
       seed: Seed of the GMMs, the pair split and the latent class model's starts.
-      holdout: Share of the pairs held out to score each K.
-      n_init: Random starts of the latent class model per K.
+      folds: The pairs are split into this many folds; each fold is scored by the GMMs fitted with the others'
+        link metric, so every pair is held out once.
+      n_init: Starts of each GMM.
+      max_samples: The GMMs are fitted to at most this many samples, drawn with ``seed`` (the score uses all).
 
     Returns:
       The chosen K with every candidate's score.
 
     Raises:
-      ValueError: On candidates outside [2, N], a holdout outside (0, 1) or non-finite embeddings.
+      ValueError: On candidates outside [2, N], fewer than 2 folds or non-finite embeddings.
     """
     z = np.asarray(z, np.float64)
     if z.ndim != 2 or not np.isfinite(z).all():
         raise ValueError(f"embeddings must be a finite [N, D] array, got shape {z.shape}")
     candidates = check_candidates(candidates, len(z))
-    if not 0 < holdout < 1:
-        raise ValueError(f"holdout must be in (0, 1), got {holdout}")
-    if len(constraints) < 2:
-        return _by_bic(z, candidates, seed)
+    if folds < 2:
+        raise ValueError(f"folds must be at least 2, got {folds}")
     rng = np.random.default_rng(seed)
-    held = np.zeros(len(constraints), bool)
-    for mask in (constraints.must_link_mask, constraints.cannot_link_mask):  # each link type split alike
-        index = np.flatnonzero(mask)
-        held[rng.choice(index, int(round(holdout * len(index))), replace=False)] = True
-    if held.all() or not held.any():
-        return _by_bic(z, candidates, seed)
-    mapped = z @ link_metric(z, constraints.subset(~held))
-    flip = flip_probability(constraints.weight[held])
-    i, j, must = constraints.i[held], constraints.j[held], constraints.must_link_mask[held]
-    scores, errors = [], []
-    for k in candidates:
-        gmm = GaussianMixture(k, covariance_type="diag", random_state=seed, n_init=n_init).fit(mapped)
-        probabilities = np.clip(gmm.predict_proba(mapped), 1e-12, None)
-        values = pair_log_likelihood(probabilities[i], probabilities[j], must, flip)
-        scores.append(float(values.mean()))
-        errors.append(float(values.std() / np.sqrt(len(values))))
+    fit_rows = np.sort(rng.choice(len(z), max_samples, replace=False)) if len(z) > max_samples else slice(None)
+    fold = np.zeros(len(constraints), np.int64)
+    for mask in (constraints.must_link_mask, constraints.cannot_link_mask):  # each link type spread alike
+        index = rng.permutation(np.flatnonzero(mask))
+        fold[index] = np.arange(len(index)) % folds
+    if len(constraints) < 2 * folds:
+        return _by_bic(z[fit_rows], candidates, seed)
+    flip = flip_probability(constraints.weight)
+    values = np.zeros((len(candidates), len(constraints)))  # each pair's held-out log-likelihood per candidate
+    for f in range(folds):
+        held = fold == f
+        mapped = z @ link_metric(z, constraints.subset(~held))
+        i, j = constraints.i[held], constraints.j[held]
+        for n, k in enumerate(candidates):
+            gmm = GaussianMixture(k, covariance_type="diag", random_state=seed + f, n_init=n_init).fit(mapped[fit_rows])
+            probabilities = np.clip(gmm.predict_proba(mapped), 1e-12, None)
+            values[n, held] = pair_log_likelihood(
+                probabilities[i], probabilities[j], constraints.must_link_mask[held], flip[held]
+            )
+    scores, errors = values.mean(axis=1), values.std(axis=1) / np.sqrt(len(constraints))
     best = int(np.argmax(scores))
-    tolerance = max(errors[best], TOLERANCE * (scores[best] - min(scores)))
-    near = [n for n, s in enumerate(scores) if s >= scores[best] - tolerance]
-    has_must, has_cannot = must.any(), (~must).any()
-    chosen = max(near) if has_must and not has_cannot else min(near)
-    return ClusterCount(candidates[chosen], candidates, tuple(scores), tuple(errors), "pairs")
+    chosen = best
+    has_must, has_cannot = constraints.must_link_mask.any(), constraints.cannot_link_mask.any()
+    if has_must != has_cannot:  # one link type bounds K from one side only
+        tolerance = max(errors[best], TOLERANCE * (scores[best] - scores.min()))
+        near = np.flatnonzero(scores >= scores[best] - tolerance)
+        chosen = int(near.max() if has_must else near.min())
+        warnings.warn(
+            f"only {'must' if has_must else 'cannot'}-links: they bound K from one side only, and the choice "
+            f"(K={candidates[chosen]}) follows the embedding's GMM; give both link types for a reliable choice",
+            stacklevel=2,
+        )
+    return ClusterCount(candidates[chosen], candidates, tuple(scores.tolist()), tuple(errors.tolist()), "pairs")
 
 
 def _by_bic(z: np.ndarray, candidates: tuple[int, ...], seed: int) -> ClusterCount:

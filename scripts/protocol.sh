@@ -7,6 +7,7 @@
 # on its own (cache data/cache/protocol-threads<T>), so a row is the same as that of a lone run from a fresh cache.
 #   bash scripts/protocol.sh docs/results/fashion/default                       # the defaults
 #   JOBS=4 bash scripts/protocol.sh results/variant --pair_loss=likelihood      # other flags go to experiments.run
+#   THREADS=1 bash scripts/protocol.sh results/x                                # one thread count only
 set -euo pipefail
 OUT=$(realpath -m "$1")
 shift
@@ -14,7 +15,7 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-$PWD/.venv/bin/python}
 mkdir -p "$OUT"
 failed=0
-for threads in 2 1; do
+for threads in ${THREADS:-2 1}; do
   for seed in 0 1 2 3 4; do
     while (( $(jobs -rp | wc -l) >= ${JOBS:-2} )); do wait -n || failed=1; done
     "$PY" -m experiments.run --dataset=fashion --num_constraints=6000 --seed="$seed" --threads="$threads" \
