@@ -40,13 +40,15 @@ def setting(
     rule: tuple[Callable[[Any], bool], str] | None = None,
     kind: type | None = None,
     legacy: Any = _ALWAYS,
+    key_values: dict | None = None,
 ) -> Any:
     """A config field: its default, help text and allowed values (``choices``, closed bounds ``lower``/``upper``,
     or a ``rule`` (predicate, "what it must be")); ``kind`` is the value type when the default is None.
 
     ``legacy`` is, for a field added after results were first written, the value that gives the behaviour from
     before it existed: the field is left out of ``RunConfig.key()`` while it has that value, so older rows keep
-    their key."""
+    their key. ``key_values`` maps values to what ``key()`` hashes instead, for a field whose values were
+    renumbered (so a meaning keeps its key)."""
     # pylint: disable=redefined-builtin
     return dataclasses.field(
         default=default,
@@ -58,6 +60,7 @@ def setting(
             "rule": rule,
             "kind": kind,
             "legacy": legacy,
+            "key_values": key_values or {},
         },
     )
 
@@ -208,9 +211,11 @@ class RunConfig:
         rule=(lambda v: len(v) > 0 and min(v) >= 1, "one or more positive filter counts"),
     )
     num_clusters: int = setting(
-        0,
-        "Number of clusters K (0: the number of classes).",
-        rule=(lambda v: v == 0 or v >= 2, "0 (the number of classes) or at least 2"),
+        -1,
+        "Number of clusters K (-1: the number of classes; 0: chosen from the pairs on the pretrained embedding, "
+        "dcgmm and vade only, see dcgmm_tf.cluster_count).",
+        rule=(lambda v: v in (-1, 0) or v >= 2, "-1 (the number of classes), 0 (chosen) or at least 2"),
+        key_values={-1: 0, 0: "choose"},  # 0 meant "the number of classes" in the rows written before 0 chose
     )
     max_train_samples: int = setting(0, "Use a random subset of the training split (0: all).", lower=0)
     max_test_samples: int = setting(0, "Use a random subset of the test split (0: all).", lower=0)
@@ -239,6 +244,10 @@ class RunConfig:
             for name in ("cluster_init", "restart_every", "init_components"):
                 if getattr(self, name) != defaults[name].default:
                     raise ValueError(f"{name} applies to method dcgmm or vade only (method is {self.method}).")
+            if self.num_clusters == 0:
+                raise ValueError(
+                    f"num_clusters=0 (chosen from the pairs) applies to dcgmm or vade only, not {self.method}."
+                )
         if (
             self.restart_every not in (0, defaults["restart_every"].default)
             and self.cluster_init not in LINK_START_STRATEGIES
@@ -259,7 +268,10 @@ class RunConfig:
         they keep their ``legacy`` value), each written as on the command line (a list as its comma-separated
         items), so rows written before this class or those fields existed keep their key."""
         legacy = {f.name: f.metadata["legacy"] for f in dataclasses.fields(self)}
-        fields = {k: v for k, v in dataclasses.asdict(self).items() if k != "seed" and v != legacy[k]}
+        renamed = {f.name: f.metadata["key_values"] for f in dataclasses.fields(self)}
+        fields = {
+            k: renamed[k].get(v, v) for k, v in dataclasses.asdict(self).items() if k != "seed" and v != legacy[k]
+        }
         return settings_hash({k: [str(x) for x in v] if isinstance(v, tuple) else v for k, v in fields.items()})
 
 

@@ -48,10 +48,12 @@ def results_row(
 ) -> dict[str, Any]:
     """The results row of a trained run: its scores on the test split, the satisfaction of the training
     constraints (NaN without constraints), ``start_acc`` (the test ACC of the initial clustering), ``num_pairs``
-    (the number of constraints it trained with), its settings, ``train_seconds`` and ``config`` (``config.key()``).
+    (the number of constraints it trained with), its settings, ``train_seconds`` and ``config`` (``config.key()``);
+    with ``num_clusters=0`` also ``chosen_k``, the K chosen from the pairs.
     """
     constraints = run.constraints
     scores = metrics.clustering_scores(run.inputs.y_test, test_clusters)
+    chosen = {"chosen_k": trained.model.num_clusters} if config.num_clusters == 0 else {}
     satisfaction = float("nan")
     if len(constraints):
         train_clusters = predict_clusters(trained.model, run.inputs.x_train, runtime.eval_batch_size)
@@ -73,6 +75,7 @@ def results_row(
         "n_train": len(run.data.x_train),
         "n_test": len(run.data.x_test),
         "config": config.key(),
+        **chosen,
     }
 
 

@@ -38,7 +38,7 @@ class PreparedRun:
       data: The data cut to the run's subsets (flat features, as loaded).
       inputs: The splits of ``data`` shaped for the run's networks.
       constraints: The training constraints, indexing ``data.x_train``.
-      num_clusters: The number of clusters K.
+      num_clusters: The number of clusters K (0: to be chosen from the pairs when the model is pretrained).
       run_dir: Where the run writes its history, logs, backups and model (None: nowhere).
       train_indices: The rows of the whole training split that ``data.x_train`` holds, sorted.
       test_indices: The rows of the whole test split that ``data.x_test`` holds, sorted.
@@ -135,7 +135,8 @@ def prepare_run(
       data: The whole data set.
       constraints: The training constraints (indexing the training split after the subsets), or a function of
         the training labels that makes them; default: those of :func:`make_constraints`.
-      num_clusters: K; default ``config.num_clusters`` or the number of classes of the whole ``data``.
+      num_clusters: K; default ``config.num_clusters``, the number of classes of the whole ``data`` for -1 (0:
+        to be chosen by the trainer, see :func:`dcgmm_tf.training.with_chosen_clusters`).
       run_dir: The run folder, made here (None: the run writes no files).
       use_subsets: Cut the data to the subsets of ``config`` (off: ``data`` as given).
 
@@ -145,20 +146,21 @@ def prepare_run(
     Raises:
       ValueError: On bad data or constraints that do not index the training split.
     """
-    num_clusters = num_clusters or config.num_clusters or data.num_classes
+    if num_clusters is None:
+        num_clusters = data.num_classes if config.num_clusters == -1 else config.num_clusters
     if use_subsets:
         train, test = subset_indices(data, config)
     else:
         train, test = np.arange(len(data.x_train)), np.arange(len(data.x_test))
     data = _cut(data, train, test)
     validation.check_data(
-        data.x_train, data.y_train, num_clusters=num_clusters, likelihood=data.likelihood, name="x_train"
+        data.x_train, data.y_train, num_clusters=num_clusters or None, likelihood=data.likelihood, name="x_train"
     )
     if len(data.x_test) or use_subsets:
         validation.check_data(
             data.x_test,
             data.y_test,
-            num_clusters=num_clusters if use_subsets else None,
+            num_clusters=(num_clusters or None) if use_subsets else None,
             likelihood=data.likelihood,
             name="x_test",
         )

@@ -18,6 +18,7 @@ whole training (:func:`precision_policy`), so a Python call trains as the comman
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Iterator, Sequence
@@ -29,6 +30,7 @@ import numpy as np
 from dcgmm_tf import metrics
 from dcgmm_tf.baselines.training import train_dec, train_pckmeans
 from dcgmm_tf.callbacks import ClusteringMetrics, ClusterRestart
+from dcgmm_tf.cluster_count import choose_num_clusters
 from dcgmm_tf.cluster_init import LINK_START_STRATEGIES
 from dcgmm_tf.config import MIXED_PRECISION_POLICIES, MIXTURE_METHODS, RunConfig, RuntimeConfig
 from dcgmm_tf.constraints import ConstraintSet
@@ -104,6 +106,28 @@ def pretrained_model(
     )
     logging.info("pretrained weights %s", cache_note(cached, cache))
     return model
+
+
+def with_chosen_clusters(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> PreparedRun:
+    """``run`` with K chosen from its pairs on the pretrained embedding (``config.num_clusters=0``).
+
+    The autoencoder is pretrained as for a 2-cluster model (cached like any pretraining), K is chosen in
+    :data:`dcgmm_tf.cluster_count.DEFAULT_CANDIDATES` by :func:`dcgmm_tf.cluster_count.choose_num_clusters`, and
+    the run then trains as one with ``num_clusters=K`` would.
+    """
+    model = pretrained_model(
+        functools.partial(make_model, config, run.inputs.x_train.shape[1:], run.data.likelihood, 2),
+        run.inputs.x_train,
+        seed=config.seed if config.pretrain_seed < 0 else config.pretrain_seed,
+        epochs=config.pretrain_epochs,
+        batch_size=config.pretrain_batch_size,
+        name=run.data.name,
+        cache_dir=cache_folder(runtime),
+        verbose=runtime.verbose,
+    )
+    count = choose_num_clusters(model.embed(run.inputs.x_train), run.constraints, seed=config.seed)
+    logging.info("K chosen from the pairs: %d (%s)", count.num_clusters, count.criterion)
+    return dataclasses.replace(run, num_clusters=count.num_clusters)
 
 
 def started_model(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> DCGMM:
@@ -193,6 +217,8 @@ def train_dcgmm(
 ) -> TrainedModel:
     """DC-GMM (VaDE without constraints): pretraining, the initial mixture, then ``config.epochs`` of C-ELBO
     (with ``callbacks`` after the recipe's own)."""
+    if run.num_clusters == 0:
+        run = with_chosen_clusters(config, run, runtime)
     x_train, _, x_test, y_test = run.inputs
     model = started_model(config, run, runtime)
     start_acc = float("nan")  # without a test split, nothing is scored

@@ -93,7 +93,7 @@ def test_bad_embeddings_and_constraints_are_rejected():
     with pytest.raises(ValueError, match="finite"):
         gmm_start(np.full_like(z, np.nan), 3)
     with pytest.raises(ValueError, match="num_clusters"):
-        gmm_start(z, 1)
+        gmm_start(z, 0)
     with pytest.raises(ValueError, match="index 100 samples but there are 240"):
         merge_start(z, ConstraintSet([0], [1], [1.0], 100), 3, num_components=6)
     with pytest.raises(ValueError, match="strategy must be one of"):

@@ -51,7 +51,7 @@ def test_numbers_are_normalised_so_equal_settings_give_one_key():
         ({"q": 0.5}, "q must be in [0, 0.5)"),
         ({"alpha": float("inf")}, "alpha must be a finite number > 0"),
         ({"method": "kmeans"}, "method must be one of ['dcgmm', 'vade', 'pckmeans', 'sdec', 'cidec']"),
-        ({"num_clusters": 1}, "num_clusters must be 0 (the number of classes) or at least 2"),
+        ({"num_clusters": 1}, "num_clusters must be -1 (the number of classes), 0 (chosen) or at least 2"),
         ({"cluster_init": "gmm", "restart_every": 5}, "restart_every needs cluster_init merge or latent_class"),
         ({"method": "sdec", "init_components": 30}, "init_components applies to method dcgmm or vade only"),
         ({"init_labels_per_class": 3}, "init_labels_per_class needs cluster_init labels"),
