@@ -209,7 +209,8 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         candidates = ()
         if auto:
             bounds = self.cluster_range
-            if not (isinstance(bounds, (tuple, list)) and len(bounds) == 2 and bounds[0] <= bounds[1]):
+            pair = isinstance(bounds, (tuple, list)) and len(bounds) == 2
+            if not (pair and all(isinstance(b, numbers.Integral) for b in bounds) and bounds[0] <= bounds[1]):
                 raise ValueError(f"cluster_range must be (smallest K, largest K), got {bounds!r}")
             candidates = check_candidates([*range(bounds[0], bounds[1]), bounds[1]], len(X))
         if self.cluster_init not in START_STRATEGIES:

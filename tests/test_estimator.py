@@ -221,6 +221,11 @@ def test_n_clusters_auto_chooses_from_the_pairs():
     assert auto.n_clusters_ == 2 and auto.cluster_count_.candidates == (2,) and auto.cluster_count_.criterion == "pairs"
     explicit = DCGMMClustering(2, **TINY).fit(x, constraints=constraints)
     np.testing.assert_allclose(auto.predict_proba(x), explicit.predict_proba(x), atol=1e-5)  # trained alike at K
-    for bounds, match in [((1, 4), "integers in \\[2, 200\\]"), ((5, 2), "cluster_range must be"), (3, "must be")]:
+    for bounds, match in [
+        ((1, 4), "integers in \\[2, 200\\]"),
+        ((5, 2), "cluster_range must be"),
+        (3, "must be"),
+        (("a", 3), "must be"),
+    ]:
         with pytest.raises(ValueError, match=match):
             DCGMMClustering("auto", cluster_range=bounds, **TINY).fit(x)
