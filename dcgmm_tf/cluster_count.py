@@ -5,7 +5,9 @@ each fold the embeddings are mapped by the link metric of the other pairs
 (:func:`dcgmm_tf.cluster_init.link_metric`) and a diagonal GMM with K components is fitted for each candidate K;
 each held-out link is scored by its log-likelihood under the GMM's cluster probabilities (kept with probability
 sum_k p(k|x_i) p(k|x_j), up to the flip rate its confidence implies). Too few clusters break held-out
-cannot-links, too many break held-out must-links, so with both link types the K of the best mean score is chosen.
+cannot-links, too many break held-out must-links, so with both link types the smallest K whose mean score is
+within one standard error of the best is chosen (the one-standard-error rule; the best score itself chose 11-15
+for 10 classes, docs/your-data.md).
 Must-links alone cannot tell K from fewer clusters, and cannot-links alone K from more: then the largest (must) or
 smallest (cannot) K whose score ties the best (within one standard error, or ``TOLERANCE`` of the candidates'
 score range if more) is chosen, with a warning, as that choice follows how the GMM splits the embedding. Without
@@ -138,7 +140,7 @@ def choose_num_clusters(
             )
     scores, errors = values.mean(axis=1), values.std(axis=1) / np.sqrt(len(constraints))
     best = int(np.argmax(scores))
-    chosen = best
+    chosen = int(np.flatnonzero(scores >= scores[best] - errors[best]).min())  # the one-standard-error rule
     has_must, has_cannot = constraints.must_link_mask.any(), constraints.cannot_link_mask.any()
     if has_must != has_cannot:  # one link type bounds K from one side only
         tolerance = max(errors[best], TOLERANCE * (scores[best] - scores.min()))

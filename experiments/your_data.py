@@ -30,6 +30,8 @@ flags.DEFINE_integer("pairs", 300, "Pairs from the labels for the small sets' se
 flags.DEFINE_string("output_dir", "docs/results/your_data", "Folder of the CSV files.")
 flags.DEFINE_string("cache_dir", "data/cache", "The runner's pretraining cache (Fashion-MNIST in num_clusters).")
 flags.DEFINE_integer("epochs", 2, "Training epochs of the checks part (the estimator's tiny schedule).")
+flags.DEFINE_list("link_types", ["both", "must", "cannot"], "num_clusters: the link types of the pairs.")
+flags.DEFINE_bool("train", True, "num_clusters: also train at the chosen and the true K (both link types).")
 flags.DEFINE_list("datasets", ["digits", "blobs", "fashion"], "Data sets of the num_clusters part.")
 
 
@@ -185,13 +187,13 @@ def num_clusters(seeds: list[int]) -> list[dict]:
                 z = _estimator_embedding(x, seed, "bernoulli" if name == "digits" else "gaussian")
             k = len(np.unique(y))
             pairs = 6000 if name == "fashion" else 1000
-            for link_type in ("both", "must", "cannot"):
+            for link_type in FLAGS.link_types:
                 constraints = ConstraintSet.from_labels(y, pairs, seed=seed, link_type=link_type)
                 start = time.time()
                 chosen = choose_num_clusters(z, constraints, seed=seed).num_clusters
                 row = dict(dataset=name, seed=seed, link_type=link_type, pairs=pairs, true_k=k, chosen_k=chosen)
                 row["choice_seconds"] = round(time.time() - start, 1)
-                if x is not None and link_type == "both":
+                if x is not None and link_type == "both" and FLAGS.train:
                     for key, n_clusters in (("acc_true_k", k), ("acc_chosen", chosen)):
                         if key == "acc_chosen" and chosen == k:
                             row[key] = row["acc_true_k"]  # n_clusters="auto" trains as n_clusters=k then
