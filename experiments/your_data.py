@@ -32,7 +32,11 @@ flags.DEFINE_string("cache_dir", "data/cache", "The runner's pretraining cache (
 flags.DEFINE_integer("epochs", 2, "Training epochs of the checks part (the estimator's tiny schedule).")
 flags.DEFINE_list("link_types", ["both", "must", "cannot"], "num_clusters: the link types of the pairs.")
 flags.DEFINE_bool("train", True, "num_clusters: also train at the chosen and the true K (both link types).")
-flags.DEFINE_list("datasets", ["digits", "blobs", "fashion"], "Data sets of the num_clusters part.")
+flags.DEFINE_list(
+    "datasets",
+    ["digits", "blobs", "fashion", "wine"],
+    "Data sets of the num_clusters (digits, blobs, fashion) and scale (digits, wine) parts.",
+)
 
 
 def _small_sets() -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -100,7 +104,8 @@ def scale(seeds: list[int]) -> list[dict]:
 
     from dcgmm_tf import ConstraintSet, DCGMMClustering
 
-    sets = {"digits": _digits(), "wine": _small_sets()["wine"]}
+    sets = {"digits": _digits, "wine": lambda: _small_sets()["wine"]}
+    sets = {name: load() for name, load in sets.items() if name in FLAGS.datasets}
     rows = []
     for name, (x, y) in sets.items():
         k = len(np.unique(y))
@@ -178,7 +183,7 @@ def num_clusters(seeds: list[int]) -> list[dict]:
     from dcgmm_tf.metrics import cluster_accuracy
 
     rows = []
-    for name in FLAGS.datasets:
+    for name in [d for d in FLAGS.datasets if d in ("digits", "blobs", "fashion")]:
         for seed in seeds:
             if name == "fashion":
                 x, (z, y) = None, _fashion_embedding(seed)
