@@ -108,6 +108,11 @@ def pretrained_model(
     return model
 
 
+def pretraining_seed(config: RunConfig) -> int:
+    """The seed of the pretraining: ``config.pretrain_seed``, or the run's seed when it is -1."""
+    return config.seed if config.pretrain_seed < 0 else config.pretrain_seed
+
+
 def with_chosen_clusters(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> PreparedRun:
     """``run`` with K chosen from its pairs on the pretrained embedding (``config.num_clusters=0``).
 
@@ -118,7 +123,7 @@ def with_chosen_clusters(config: RunConfig, run: PreparedRun, runtime: RuntimeCo
     model = pretrained_model(
         functools.partial(make_model, config, run.inputs.x_train.shape[1:], run.data.likelihood, 2),
         run.inputs.x_train,
-        seed=config.seed if config.pretrain_seed < 0 else config.pretrain_seed,
+        seed=pretraining_seed(config),
         epochs=config.pretrain_epochs,
         batch_size=config.pretrain_batch_size,
         name=run.data.name,
@@ -133,7 +138,7 @@ def with_chosen_clusters(config: RunConfig, run: PreparedRun, runtime: RuntimeCo
 def started_model(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> DCGMM:
     """The model of ``config`` after pretraining and the start of ``config.cluster_init`` on ``run``."""
     seed = config.seed
-    pretrain_seed = seed if config.pretrain_seed < 0 else config.pretrain_seed
+    pretrain_seed = pretraining_seed(config)
     x_train, y_train = run.inputs.x_train, run.inputs.y_train
     build = functools.partial(make_model, config, x_train.shape[1:], run.data.likelihood, run.num_clusters)
     model = pretrained_model(
