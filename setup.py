@@ -12,6 +12,7 @@ setup(
     long_description=Path(__file__).with_name("README.md").read_text(),
     long_description_content_type="text/markdown",
     packages=find_packages(include=["dcgmm_tf", "dcgmm_tf.*"]),  # experiments/ runs from the repository
+    package_data={"dcgmm_tf.labelling": ["page.html"]},  # the labelling page
     python_requires=">=3.10",
     install_requires=requirements,
     extras_require={"test": ["pytest>=8", "hypothesis>=6.100", "pytest-xdist>=3.5"]},

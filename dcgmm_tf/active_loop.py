@@ -15,12 +15,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import keras
 import numpy as np
 
 from dcgmm_tf import active, metrics
 from dcgmm_tf.config import RunConfig, RuntimeConfig, check_fields, setting
 from dcgmm_tf.constraints import ConstraintSet, default_alpha
 from dcgmm_tf.data import Dataset
+from dcgmm_tf.model import DCGMM
 from dcgmm_tf.prepared import PreparedRun, prepare_run
 from dcgmm_tf.pretraining import load_cached_weights, save_cached_weights
 from dcgmm_tf.storage import array_hash, exclusive, settings_hash
@@ -61,6 +63,81 @@ class ActiveSchedule:
 
 def _scores(model, x_test: np.ndarray, y_test: np.ndarray, batch_size: int) -> dict[str, float]:
     return metrics.clustering_scores(y_test, predict_clusters(model, x_test, batch_size))
+
+
+def trained_start(
+    config: RunConfig,
+    run: PreparedRun,
+    runtime: RuntimeConfig,
+    epochs: int,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
+) -> DCGMM:
+    """The model every strategy of the seed starts from: pretraining and the start of ``config`` on ``run`` (its
+    constraints: the pairs answered before the first round), then ``epochs`` of training. Kept in the cache folder
+    (keyed by the settings and the data), so a strategy or a labelling session added later starts from the same
+    model; ``callbacks`` see the training when it is not in the cache."""
+    model = started_model(config, run, runtime)
+    settings = {
+        "config": config.key(),
+        "seed": config.seed,
+        "start_pairs": len(run.constraints),
+        "start_epochs": epochs,
+        "data": array_hash(run.inputs.x_train),
+    }
+    cache = cache_path(runtime, f"active-start-{run.data.name}-seed{config.seed}-{settings_hash(settings)}.weights.h5")
+    with exclusive(cache):  # the start is shared by every strategy of the seed, also across processes
+        if not load_cached_weights(model, cache):
+            fit_config(model, config, run.inputs.x_train, run.constraints, runtime, epochs=epochs, callbacks=callbacks)
+            save_cached_weights(model, cache)
+    return model
+
+
+def round_pairs(
+    model: DCGMM,
+    config: RunConfig,
+    x_train: np.ndarray,
+    constraints: ConstraintSet,
+    num_pairs: int,
+    strategy: str,
+    number: int,
+    runtime: RuntimeConfig,
+) -> np.ndarray:
+    """The ``num_pairs`` pairs ``strategy`` asks about in round ``number`` (1, 2, ...), from the current model."""
+    return active.suggest_pairs(
+        model,
+        x_train,
+        constraints,
+        num_pairs,
+        strategy,
+        seed=1000 * config.seed + number,
+        batch_size=runtime.eval_batch_size,
+    )
+
+
+def train_round(
+    model: DCGMM,
+    config: RunConfig,
+    x_train: np.ndarray,
+    constraints: ConstraintSet,
+    runtime: RuntimeConfig,
+    number: int,
+    epochs: int,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
+) -> None:
+    """Round ``number``'s training: ``epochs`` more epochs of ``model`` from its current weights on ``constraints``
+    (ending with a restart of the mixture), with the noise of the seed ``config.seed + number``."""
+    # The noise of the round follows its seed alone: curves do not depend on the strategies run before
+    # them in the process, nor on whether the start came from the cache.
+    model.reseed(config.seed + number)
+    fit_config(
+        model,
+        dataclasses.replace(config, seed=config.seed + number),
+        x_train,
+        constraints,
+        runtime,
+        epochs=epochs,
+        callbacks=callbacks,
+    )
 
 
 def simulate(
@@ -106,19 +183,7 @@ def _curves(
     """The rows of :func:`simulate` for the prepared ``run`` (its constraints: the start's random pairs)."""
     x_train, y_train, x_test, y_test = run.inputs
     start = run.constraints
-    model = started_model(config, run, runtime)
-    settings = {
-        "config": config.key(),
-        "seed": config.seed,
-        "start_pairs": schedule.start_pairs,
-        "start_epochs": schedule.start_epochs,
-        "data": array_hash(x_train),
-    }
-    cache = cache_path(runtime, f"active-start-{run.data.name}-seed{config.seed}-{settings_hash(settings)}.weights.h5")
-    with exclusive(cache):  # the start is shared by every strategy of the seed, also across processes
-        if not load_cached_weights(model, cache):
-            fit_config(model, config, x_train, start, runtime, epochs=schedule.start_epochs)
-            save_cached_weights(model, cache)
+    model = trained_start(config, run, runtime, schedule.start_epochs)
     start_scores = _scores(model, x_test, y_test, runtime.eval_batch_size)
     start_seconds = time.perf_counter() - clock
     logging.info("seed %d: start with %d random pairs, test ACC %.4f", config.seed, len(start), start_scores["acc"])
@@ -144,27 +209,11 @@ def _curves(
         for number, budget, round_epochs in rounds:
             clock = time.perf_counter()
             if budget > len(constraints):
-                pairs = active.suggest_pairs(
-                    model,
-                    x_train,
-                    constraints,
-                    budget - len(constraints),
-                    strategy,
-                    seed=1000 * config.seed + number,
-                    batch_size=runtime.eval_batch_size,
+                pairs = round_pairs(
+                    model, config, x_train, constraints, budget - len(constraints), strategy, number, runtime
                 )
                 constraints = active.answered(constraints, pairs, y_train, weight)
-            # The noise of the round follows its seed alone: curves do not depend on the strategies run before
-            # them in the process, nor on whether the start came from the cache.
-            model.reseed(config.seed + number)
-            fit_config(
-                model,
-                dataclasses.replace(config, seed=config.seed + number),
-                x_train,
-                constraints,
-                runtime,
-                epochs=round_epochs,
-            )
+            train_round(model, config, x_train, constraints, runtime, number, round_epochs)
             epochs += round_epochs
             scores = _scores(model, x_test, y_test, runtime.eval_batch_size)
             curve.append(

@@ -16,7 +16,7 @@ work on plain arrays and never import `store`.
 
 from .arguments import as_constraint_set
 from .confidence import default_alpha, flip_probability
-from .sampling import LINK_TYPES
+from .sampling import LINK_TYPES, random_pairs
 from .store import ConstraintSet
 
-__all__ = ["LINK_TYPES", "ConstraintSet", "as_constraint_set", "default_alpha", "flip_probability"]
+__all__ = ["LINK_TYPES", "ConstraintSet", "as_constraint_set", "default_alpha", "flip_probability", "random_pairs"]

@@ -100,6 +100,24 @@ def draw_pairs(
     return keys // n, keys % n, np.where(is_must, alpha, -alpha)
 
 
+def random_pairs(num_samples: int, num_pairs: int, seed: int) -> np.ndarray:
+    """``num_pairs`` distinct pairs of ``num_samples`` samples drawn uniformly, as an int64 array ``[num_pairs, 2]``
+    with ``i < j``: the pairs of ``ConstraintSet.from_labels(labels, num_pairs, seed=seed)`` (link type "both"),
+    which draws them before it looks at the labels. The questions to ask a person before any training.
+
+    Raises:
+      ValueError: If fewer than ``num_pairs`` pairs exist or ``num_samples`` is not a positive integer.
+    """
+    if isinstance(num_samples, (bool, np.bool_)) or not isinstance(num_samples, (int, np.integer)) or num_samples < 1:
+        raise ValueError(f"num_samples must be a positive integer, got {num_samples!r}.")
+    total = num_samples * (num_samples - 1) // 2
+    if not 0 <= num_pairs <= total:
+        raise ValueError(f"Cannot draw {num_pairs} distinct pairs: {num_samples} samples have {total} pairs.")
+    codes = np.zeros(num_samples, np.int64)
+    keys = _draw_pair_keys(codes, int(num_pairs), "any", total, np.random.default_rng(seed))
+    return np.stack([keys // num_samples, keys % num_samples], axis=1)
+
+
 def _draw_pair_keys(
     codes: np.ndarray,
     count: int,

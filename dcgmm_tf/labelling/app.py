@@ -1,0 +1,118 @@
+"""The labelling page's web application (Starlette): the page, and a small JSON API over a
+:class:`~dcgmm_tf.labelling.session.LabellingSession`.
+
+Routes: ``GET /`` the page; ``GET /api/state`` the session's snapshot; ``POST /api/answer`` with
+``{"i", "j", "answer"}``; ``POST /api/undo``; ``POST /api/retrain``; ``GET /api/sample/{index}`` one training sample
+(a PNG for images, the feature view as JSON otherwise). Every error is a JSON ``{"error": message}`` with a 4xx or
+500 status, and is logged; no traceback reaches the browser. Paths never come from a request.
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib import resources
+from typing import Any
+
+import numpy as np
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from dcgmm_tf.labelling import render
+from dcgmm_tf.labelling.answers import AnswerError
+from dcgmm_tf.labelling.session import LabellingSession
+
+log = logging.getLogger(__name__)
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    log.warning("labelling page: %d %s", status, message)
+    return JSONResponse({"error": message}, status_code=status)
+
+
+async def _http_error(request: Request, error: HTTPException) -> JSONResponse:
+    return _error(error.status_code, str(error.detail))
+
+
+async def _server_error(request: Request, error: Exception) -> JSONResponse:
+    log.exception("labelling page: %s %s failed", request.method, request.url.path, exc_info=error)
+    return JSONResponse({"error": f"the server failed: {type(error).__name__}: {error}"}, status_code=500)
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except ValueError:
+        raise HTTPException(400, "the request body must be JSON") from None
+    if not isinstance(body, dict):
+        raise HTTPException(400, "the request body must be a JSON object")
+    return body
+
+
+def _index(body: dict[str, Any], name: str, num_samples: int) -> int:
+    value = body.get(name)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise HTTPException(400, f"{name} must be an integer sample index, got {value!r}")
+    if not 0 <= value < num_samples:
+        raise HTTPException(400, f"{name}={value} is outside the {num_samples} training samples")
+    return value
+
+
+def create_app(session: LabellingSession) -> Starlette:
+    """The web application of ``session``."""
+    page = resources.files("dcgmm_tf.labelling").joinpath("page.html").read_text(encoding="utf-8")
+    x_train = session.x_train
+    num_samples = len(x_train)
+    image_shape = session.run.data.image_shape
+    mean, std = (None, None) if image_shape else (x_train.mean(0), x_train.std(0))
+
+    async def index(request: Request) -> HTMLResponse:
+        return HTMLResponse(page)
+
+    async def state(request: Request) -> JSONResponse:
+        return JSONResponse({**session.snapshot(), "images": image_shape is not None})
+
+    async def answer(request: Request) -> JSONResponse:
+        body = await _body(request)
+        i, j = _index(body, "i", num_samples), _index(body, "j", num_samples)
+        try:
+            session.answer(i, j, body.get("answer"))
+        except AnswerError as error:
+            return _error(409, str(error))
+        except ValueError as error:
+            return _error(400, str(error))
+        return await state(request)
+
+    async def undo(request: Request) -> JSONResponse:
+        if session.undo() is None:
+            return _error(409, "there is no answer to undo")
+        return await state(request)
+
+    async def retrain(request: Request) -> JSONResponse:
+        try:
+            session.retrain()
+        except RuntimeError as error:
+            return _error(409, str(error))
+        return JSONResponse({**session.snapshot(), "images": image_shape is not None}, status_code=202)
+
+    async def sample(request: Request) -> Response:
+        index = request.path_params["index"]
+        if not 0 <= index < num_samples:
+            raise HTTPException(404, f"sample {index} is outside the {num_samples} training samples")
+        if image_shape:
+            return Response(render.image_png(x_train[index], image_shape), media_type="image/png")
+        return JSONResponse(render.feature_view(np.asarray(x_train[index]), mean, std))
+
+    return Starlette(
+        routes=[
+            Route("/", index),
+            Route("/api/state", state),
+            Route("/api/answer", answer, methods=["POST"]),
+            Route("/api/undo", undo, methods=["POST"]),
+            Route("/api/retrain", retrain, methods=["POST"]),
+            Route("/api/sample/{index:int}", sample),
+        ],
+        exception_handlers={HTTPException: _http_error, Exception: _server_error},
+    )
