@@ -166,6 +166,25 @@ def test_images_are_served_as_png(tmp_path):
     assert client.get("/api/state").json()["images"] is True
 
 
+def test_simulation_compares_each_retrain_with_the_curve_to_the_last_digit():
+    from experiments.label_simulation import compare
+
+    rounds = pd.DataFrame({"num_pairs": [20, 40], "acc": [0.5, 0.75], "nmi": [0.1, 0.2], "ari": [0.0, 0.3]})
+    curves = pd.DataFrame(
+        {
+            "strategy": ["anchor"] * 2 + ["random"] * 2,
+            "seed": [0] * 4,
+            "num_pairs": [20, 40] * 2,
+            "acc": [0.5, 0.75, 0.5, 0.7],
+            "nmi": [0.1, 0.2 + 1e-12, 0.1, 0.2],
+            "ari": [0.0, 0.3, 0.0, 0.3],
+        }
+    )
+    assert compare(rounds, curves, "anchor", 0)["same"].tolist() == [True, False]
+    assert compare(rounds, curves, "random", 0)["same"].tolist() == [True, False]
+    assert compare(rounds.iloc[:1], curves, "random", 0)["same"].tolist() == [True]
+
+
 def test_a_person_labels_in_chromium_through_a_restart_and_a_retrain(tmp_path):
     from experiments.label_browser import LabellingPage, LabelServer, chromium
 
