@@ -74,13 +74,14 @@ def trained_start(
 ) -> DCGMM:
     """The model every strategy of the seed starts from: pretraining and the start of ``config`` on ``run`` (its
     constraints: the pairs answered before the first round), then ``epochs`` of training. Kept in the cache folder
-    (keyed by the settings and the data), so a strategy or a labelling session added later starts from the same
-    model; ``callbacks`` see the training when it is not in the cache."""
+    (keyed by the settings, the data and the answered pairs), so a strategy or a labelling session added later
+    starts from the same model; ``callbacks`` see the training when it is not in the cache."""
     model = started_model(config, run, runtime)
     settings = {
         "config": config.key(),
         "seed": config.seed,
         "start_pairs": len(run.constraints),
+        "pairs": array_hash(np.stack([run.constraints.i, run.constraints.j, run.constraints.weight.view(np.int32)])),
         "start_epochs": epochs,
         "data": array_hash(run.inputs.x_train),
     }

@@ -40,6 +40,16 @@ def make_strategy(name: str = "default") -> tf.distribute.Strategy:
     raise ValueError(f"strategy must be one of {DISTRIBUTION_STRATEGIES}, got {name!r}")
 
 
+def is_multi_worker(strategy: tf.distribute.Strategy) -> bool:
+    """Whether ``strategy`` is a MultiWorkerMirroredStrategy over more than one worker (TF_CONFIG's chief and
+    workers). Keras then reduces a step's logs with ``reduce("MEAN", axis=0)``, which fails on scalars
+    (tensorflow/tensorflow#72388), and a multi-step call (``steps_per_execution`` > 1) fails in its collective ops."""
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return False
+    cluster = strategy.cluster_resolver.cluster_spec().as_dict()
+    return sum(len(cluster.get(job, ())) for job in ("chief", "worker")) > 1
+
+
 def distributed_constrained_dataset(
     strategy: tf.distribute.Strategy,
     x: np.ndarray,

@@ -9,6 +9,7 @@ arguments). The optimizer is made by :func:`make_optimizer` from :func:`learning
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import tensorflow as tf
 from dcgmm_tf.callbacks import NonFiniteLossGuard, TrainingBackup, trim_history
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.data.pipeline import constrained_dataset, steps_per_epoch
-from dcgmm_tf.distribute import distributed_constrained_dataset
+from dcgmm_tf.distribute import distributed_constrained_dataset, is_multi_worker
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.optimizers import FusedAdam
 
@@ -115,6 +116,9 @@ def fit_mixture(
       FloatingPointError: When the loss became non-finite (the model then holds its last good weights).
     """
     distributed, strategy = strategy is not None, strategy or tf.distribute.get_strategy()
+    if is_multi_worker(strategy) and steps_per_execution > 1:
+        logging.info("steps_per_execution=1 under several workers (a multi-step call fails in their collectives)")
+        steps_per_execution = 1
     steps = steps_per_epoch(len(x), constraints, schedule.batch_size, schedule.layout)
     with strategy.scope():
         model.compile(

@@ -9,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from dcgmm_tf import losses
+from dcgmm_tf.distribute import is_multi_worker
 from dcgmm_tf.networks import MLPDecoder, MLPEncoder
 
 KL_ESTIMATORS = ("sample", "analytic")
@@ -230,7 +231,12 @@ class DCGMM(keras.Model):
         # Keras averages the replicas' metric results: R times each replica's share sums to the global value.
         for tracker in self.metrics:
             tracker.update_state(terms[tracker.name] * num_replicas)
-        return {m.name: m.result() for m in self.metrics}
+        results = {m.name: m.result() for m in self.metrics}
+        if is_multi_worker(tf.distribute.get_strategy()):
+            # Keras averages a multi-worker step's logs with reduce("MEAN", axis=0), which fails on scalars
+            # (tensorflow/tensorflow#72388); one-element vectors average to the same scalar.
+            results = {name: value[None] for name, value in results.items()}
+        return results
 
     @staticmethod
     def _unpack(data):
@@ -246,6 +252,15 @@ class DCGMM(keras.Model):
         grads = tape.gradient(loss, self.trainable_variables)
         self.optimizer.apply(grads, self.trainable_variables)
         return self._update_trackers(terms, num_replicas)
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Under a tf.distribute strategy, Keras' fit takes the first batch and averages it across the replicas to
+        # build the model symbolically. DC-GMM's replica parts differ in size, and MultiWorkerMirroredStrategy
+        # cannot reduce such a batch eagerly (it fails in a PyFunc). A built model whose optimizer is built (as
+        # fitting.fit_mixture leaves them) has nothing to build, so that step is skipped.
+        if self.built and self.optimizer is not None and self.optimizer.built and self._compile_metrics is None:
+            return
+        super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
 
     def test_step(self, data):
         x, w = self._unpack(data)

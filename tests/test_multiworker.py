@@ -1,0 +1,125 @@
+"""Two worker processes on 127.0.0.1 (MultiWorkerMirroredStrategy): the same steps as one device, and the runner
+end to end (start, restarts, evaluation, the results row) on both."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from experiments.local_workers import cluster_configs, run_local_workers
+from tests.helpers import toy_npz
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def one_epoch(out: str) -> None:
+    """One epoch of SGD on a tiny problem, on one device (no TF_CONFIG) or as a worker of TF_CONFIG's cluster;
+    the weights and the loss go to ``out`` (npz). Run in a fresh process: the strategy must come first."""
+    import keras
+    import tensorflow as tf
+
+    from dcgmm_tf import DCGMM, ConstraintSet, MLPDecoder, MLPEncoder
+    from dcgmm_tf.data.pipeline import constrained_dataset
+    from dcgmm_tf.distribute import distributed_constrained_dataset
+
+    strategy = tf.distribute.MultiWorkerMirroredStrategy() if "TF_CONFIG" in os.environ else None
+    n, dim, batch = 96, 12, 32
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, n)
+    x = np.clip(0.15 + 0.7 * labels[:, None] + 0.1 * rng.random((n, dim)), 0, 1).astype(np.float32)
+    # 33 pairs: pair batches of 16, 16 and 1 pair; the last leaves one of the two workers empty.
+    constraints = ConstraintSet.from_labels(labels, 33, alpha=20.0, seed=0)
+
+    def build():
+        # The analytic KL and a log-variance of -30 make the loss independent of the reparameterisation noise,
+        # which differs between one device and the workers (as in tests/test_distribute.py).
+        keras.utils.set_random_seed(0)
+        model = DCGMM(
+            (dim,),
+            num_clusters=2,
+            seed=0,
+            kl_estimator="analytic",
+            encoder=MLPEncoder(2, (16,), name="encoder"),
+            decoder=MLPDecoder(dim, (16,), name="decoder"),
+        )
+        model.encoder.log_var_head.kernel.assign(np.zeros((16, 2), np.float32))
+        model.encoder.log_var_head.bias.assign(np.full(2, -30.0, np.float32))
+        model.compile(optimizer=keras.optimizers.SGD(0.05))
+        model.optimizer.build(model.trainable_variables)
+        return model
+
+    if strategy is None:
+        model = build()
+        initial = model.get_weights()
+        loss = model.fit(constrained_dataset(x, constraints, batch_size=batch, seed=0), epochs=1, verbose=0)
+    else:
+        with strategy.scope():
+            model = build()
+        initial = model.get_weights()
+        data, steps = distributed_constrained_dataset(strategy, x, constraints, batch_size=batch, seed=0)
+        loss = model.fit(data, epochs=1, steps_per_epoch=steps, verbose=0)
+    weights = {f"w{k}": w for k, w in enumerate(model.get_weights())}
+    change = max(float(np.abs(a - b).max()) for a, b in zip(weights.values(), initial))
+    np.savez(out, loss=np.float32(np.ravel(loss.history["loss"])[0]), change=np.float32(change), **weights)
+
+
+def run_one_epoch(out: Path, tf_config: str | None = None) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+    if tf_config:
+        env["TF_CONFIG"] = tf_config
+    code = f"import tests.test_multiworker as t; t.one_epoch({str(out)!r})"
+    return subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_workers_take_the_steps_of_one_device(tmp_path):
+    procs = [run_one_epoch(tmp_path / f"worker{k}.npz", c) for k, c in enumerate(cluster_configs(2))]
+    procs.append(run_one_epoch(tmp_path / "single.npz"))
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-3000:]
+    single, *workers = (np.load(tmp_path / f"{name}.npz") for name in ("single", "worker0", "worker1"))
+    assert len(single.files) == len(workers[0].files) > 10
+    assert float(single["change"]) > 1e-2  # the epoch moved the weights ...
+    for worker in workers:
+        assert float(worker["loss"]) == pytest.approx(float(single["loss"]), rel=1e-4)
+        gap = max(float(np.abs(worker[k] - single[k]).max()) for k in single.files if k.startswith("w"))
+        assert gap < 1e-4  # ... as on the two workers, to the tolerance of tests/test_distribute.py
+
+
+def test_two_workers_of_the_runner_write_the_same_row(tmp_path):
+    flags = [
+        f"--dataset={toy_npz(tmp_path, 400)}",
+        "--pretrain_epochs=1",
+        "--latent_dim=2",
+        "--batch_size=32",
+        "--epochs=2",
+        "--restart_every=1",
+        "--eval_every=1",
+        "--num_constraints=100",
+        "--threads=1",
+        "--verbose=0",
+        f"--cache_dir={tmp_path / 'cache'}",
+    ]
+    filled = subprocess.run(
+        [sys.executable, "-m", "experiments.run", *flags, "--epochs=1", f"--output_dir={tmp_path / 'single'}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert filled.returncode == 0, filled.stderr[-3000:]  # the shared cache holds the pretraining
+    codes = run_local_workers(2, flags, tmp_path / "workers", timeout=300)
+    logs = [(tmp_path / "workers" / f"worker{k}.log").read_text()[-3000:] for k in range(2)]
+    assert codes == [0, 0], logs
+    rows = [pd.read_csv(tmp_path / "workers" / f"worker{k}" / "results.csv") for k in range(2)]
+    assert len(rows[0]) == len(rows[1]) == 1
+    same = [c for c in rows[0].columns if c != "train_seconds"]
+    assert rows[0][same].equals(rows[1][same])
+    assert rows[0]["epochs"].item() == 2 and np.isfinite(rows[0][["acc", "nmi", "ari"]].to_numpy()).all()
+    runs = [tmp_path / "workers" / f"worker{k}" / "runs" / "dcgmm-toy-seed0" for k in (0, 1)]
+    histories = [pd.read_csv(run / "history.csv") for run in runs]
+    assert histories[0]["loss"].tolist() == histories[1]["loss"].tolist() and len(histories[0]) == 2
