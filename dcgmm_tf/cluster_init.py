@@ -82,8 +82,20 @@ def moment_match(
     return means, np.maximum(variances, min_variance)
 
 
+FIT_SAMPLES = 100_000  # a GMM start is fitted to at most this many embeddings (a random subset of larger data)
+CHUNK = 100_000  # rows of the [N, K'] responsibilities held at once
+
+
 def _fit_gmm(z: np.ndarray, num_components: int, seed: int) -> GaussianMixture:
+    """A diagonal GMM fitted to ``z``, or to ``FIT_SAMPLES`` of its rows drawn with ``seed`` when it has more: the
+    fit's cost then stops growing with N, and only the assignment of every row (linear in N) remains."""
+    if len(z) > FIT_SAMPLES:
+        z = z[np.sort(np.random.default_rng(seed).choice(len(z), FIT_SAMPLES, replace=False))]
     return GaussianMixture(n_components=num_components, covariance_type="diag", random_state=seed).fit(z)
+
+
+def _chunks(num_rows: int) -> list[slice]:
+    return [slice(start, min(num_rows, start + CHUNK)) for start in range(0, num_rows, CHUNK)]
 
 
 def gmm_start(z: np.ndarray, num_clusters: int, seed: int = 0) -> ClusterStart:
@@ -282,8 +294,16 @@ def latent_class_start(
             f"current must hold cluster probabilities of shape {(len(z), num_clusters)}, got {np.shape(current)}"
         )
     mapped = z @ link_metric(z, constraints) if metric else z
-    responsibilities = _fit_gmm(mapped, num_components, seed).predict_proba(mapped)
-    components = responsibilities.argmax(axis=1)
+    gmm = _fit_gmm(mapped, num_components, seed)
+    # The [N, K'] responsibilities, CHUNK rows at a time: each sample's component, and the components' shares of
+    # the current clusters (the warm start).
+    components = np.empty(len(z), np.int64)
+    warm = None if current is None else 0.0
+    for part in _chunks(len(z)):
+        responsibilities = gmm.predict_proba(mapped[part])
+        components[part] = responsibilities.argmax(axis=1)
+        if current is not None:
+            warm = warm + responsibilities.T @ current[part]
     pair_flip = flip_probability(constraints.weight) if flip is None else np.full(len(constraints), float(flip))
     log_p, _ = fit_latent_classes(
         components[constraints.i],
@@ -294,9 +314,12 @@ def latent_class_start(
         num_clusters,
         seed=seed,
         n_init=n_init,
-        warm_start=None if current is None else responsibilities.T @ current,
+        warm_start=warm,
     )
-    assignments = (responsibilities @ np.exp(log_p)).argmax(axis=1)
+    classes = np.exp(log_p)
+    assignments = np.concatenate(
+        [(gmm.predict_proba(mapped[part]) @ classes).argmax(axis=1) for part in _chunks(len(z))]
+    )
     means, variances = moment_match(z, assignments, num_clusters, min_variance)
     return ClusterStart(means, variances, assignments)
 

@@ -228,3 +228,24 @@ def test_cluster_restart_rejects_an_unknown_strategy():
 
     with pytest.raises(ValueError, match="strategy must be one of"):
         ClusterRestart(np.zeros((4, 2)), None, every=1, strategy="kmeans")
+
+
+def test_large_data_fits_the_over_clustering_on_a_subset_and_assigns_in_chunks(monkeypatch):
+    from sklearn.mixture import GaussianMixture
+
+    from dcgmm_tf import cluster_init
+
+    z, y = blobs(per_blob=50)
+    current = np.eye(3)[(y + 1) % 3]
+    whole = latent_class_on_embeddings(z, links(y), 3, num_components=6, seed=0, current=current)
+    fitted_rows = []
+    fit = GaussianMixture.fit
+    monkeypatch.setattr(GaussianMixture, "fit", lambda self, x, y=None: fitted_rows.append(len(x)) or fit(self, x))
+    monkeypatch.setattr(cluster_init, "CHUNK", 37)  # 300 rows: 9 chunks, the last of 4
+    chunked = latent_class_on_embeddings(z, links(y), 3, num_components=6, seed=0, current=current)
+    np.testing.assert_array_equal(chunked.assignments, whole.assignments)
+    np.testing.assert_allclose(chunked.means, whole.means)
+    monkeypatch.setattr(cluster_init, "FIT_SAMPLES", 120)
+    subset = latent_class_on_embeddings(z, links(y), 3, num_components=6, seed=0, current=current)
+    assert fitted_rows == [300, 120]  # the GMM saw 120 of the 300 rows; every row is still assigned
+    assert len(subset.assignments) == 300 and metrics.cluster_accuracy(y, subset.assignments) == 1.0
