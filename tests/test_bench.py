@@ -1,5 +1,7 @@
 """The benchmark helpers that turn a TensorFlow profile into the step breakdown of docs/performance.md."""
 
+import json
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -71,3 +73,18 @@ def test_device_check_runs_each_variant_and_reports_the_device():
     assert results[1]["optimizer"] == "LossScaleOptimizer"  # fp16: Keras scales the loss
     text = table(results + [{"precision": "fp16", "xla": True, "error": "XlaRuntimeError: no kernel"}])
     assert len(text.splitlines()) == 4 and "failed: XlaRuntimeError" in text
+
+
+def test_gpu_check_says_no_gpu_on_this_cpu_and_runs_its_steps_shortened(tmp_path, capsys):
+    from bench.gpu_check import STEPS, gpu_check
+
+    summary = gpu_check(tmp_path, smoke=True, only=["pipeline_rate", "scale"])
+    assert summary["gpus"] == [] and "no GPU" in capsys.readouterr().err
+    assert set(summary["steps"]) == {"pipeline_rate", "scale"} and set(summary["steps"]) < set(STEPS)
+    assert all(step["exit_code"] == 0 for step in summary["steps"].values())
+    assert json.loads((tmp_path / "card.json").read_text()) == {"gpus": []}
+    scale = json.loads((tmp_path / "scale.jsonl").read_text().splitlines()[-1])
+    assert scale["n"] == 2000 and scale["epoch"] > 0 and scale["peak_gb"] > scale["data_gb"]
+    assert (tmp_path / "pipeline_rate.jsonl").stat().st_size > 0
+    with pytest.raises(ValueError, match="unknown steps"):
+        gpu_check(tmp_path, smoke=True, only=["nothing"])
