@@ -3,7 +3,7 @@ r"""The GPU check: one unattended command that measures what docs/performance.md
     python -m bench.gpu_check                      # about 10 minutes on one GPU; results in bench/results/gpu/
     python -m bench.gpu_check --smoke              # the same steps shortened (seconds to minutes), e.g. on a CPU
 
-Steps, each in its own process, each writing under ``--output_dir``:
+Steps, each in its own process, each writing under ``--results_dir``:
 
 1. ``card.json``: the cards TensorFlow sees (names from the driver), or ``"gpus": []`` and "no GPU";
 2. ``bench.device_check`` (placement, fp16, XLA, step and epoch time) -> ``device_check.jsonl``;
@@ -28,10 +28,10 @@ from pathlib import Path
 from absl import app, flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("output_dir", "bench/results/gpu", "Folder of the results.")
+flags.DEFINE_string("results_dir", "bench/results/gpu", "Folder of the results.")
 flags.DEFINE_bool("smoke", False, "A shortened check (tiny sizes): that the steps run, not their numbers.")
-flags.DEFINE_string("data_dir", None, "Folder with the Fashion-MNIST files (default: the usual search path).")
-flags.DEFINE_list("steps", None, "Only these steps (default: all; see STEPS).")
+flags.DEFINE_string("fashion_dir", None, "Folder with the Fashion-MNIST files (default: the usual search path).")
+flags.DEFINE_list("only", None, "Only these steps (default: all; see STEPS).")
 
 STEPS = ("device_check", "pipeline_rate", "fashion_fp32", "fashion_fp16_xla", "scale")
 
@@ -113,7 +113,7 @@ def gpu_check(output_dir: str | Path, smoke: bool, data_dir: str | None = None, 
 
 def main(argv):
     del argv
-    summary = gpu_check(FLAGS.output_dir, FLAGS.smoke, FLAGS.data_dir, FLAGS.steps)
+    summary = gpu_check(FLAGS.results_dir, FLAGS.smoke, FLAGS.fashion_dir, FLAGS.only)
     sys.exit(max((step["exit_code"] for step in summary["steps"].values()), default=0))
 
 

@@ -230,6 +230,7 @@ def test_a_person_labels_in_chromium_through_a_restart_and_a_retrain(tmp_path):
         assert len(lines) == 10 and all(line.find_elements("css selector", "img") for line in lines[:1])
         assert browser.find_element("css selector", "#scores").text.count("\n") == 1  # header and one row
         assert page.pair is not None  # round 1's questions
+        assert browser.find_element("id", "notice").text == ""  # "no more questions" is gone
         assert page.answer(3) == 3
         browser.save_screenshot(str(tmp_path / "page.png"))
     finally:
