@@ -49,3 +49,31 @@ def small_model(num_clusters=2, seed=0, hidden=(64, 32)):
 def weights_equal(a, b):
     """Whether two lists of weight arrays are equal, bit for bit."""
     return len(a) == len(b) and all(np.array_equal(u, v) for u, v in zip(a, b))
+
+
+def replica_problem(n=96, dim=12):
+    """``n`` samples of two classes in [0, 1]^``dim`` and 33 pairs of them: with batch 32 the pair batches hold 16,
+    16 and 1 pair, so the last leaves one of two replicas (or workers) empty."""
+    labels = np.random.default_rng(0).integers(0, 2, n)
+    x = np.clip(0.15 + 0.7 * labels[:, None] + 0.1 * np.random.default_rng(0).random((n, dim)).astype(np.float32), 0, 1)
+    from dcgmm_tf import ConstraintSet
+
+    return x, ConstraintSet.from_labels(labels, 33, alpha=20.0, seed=0)
+
+
+def noise_free_model(dim=12):
+    """A small DC-GMM for ``dim`` features, compiled with SGD(0.05), whose loss does not depend on the
+    reparameterisation noise (which differs between one device and replicas): the analytic KL and a log-variance
+    of -30 (noise of std 3e-7). Its initial weights follow Keras' global seed."""
+    model = DCGMM(
+        (dim,),
+        num_clusters=2,
+        seed=0,
+        kl_estimator="analytic",
+        encoder=MLPEncoder(2, (16,), name="encoder"),
+        decoder=MLPDecoder(dim, (16,), name="decoder"),
+    )
+    model.encoder.log_var_head.kernel.assign(np.zeros((16, 2), np.float32))
+    model.encoder.log_var_head.bias.assign(np.full(2, -30.0, np.float32))
+    model.compile(optimizer=keras.optimizers.SGD(0.05))
+    return model

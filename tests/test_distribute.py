@@ -122,31 +122,12 @@ def mirrored_against_single_device() -> dict:
 
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-    from dcgmm_tf import DCGMM, MLPDecoder, MLPEncoder
     from dcgmm_tf.distribute import distributed_constrained_dataset
+    from tests.helpers import noise_free_model, replica_problem
 
-    n, dim, batch = 96, 12, 32
-    labels = np.random.default_rng(0).integers(0, 2, n)
-    x = np.clip(0.15 + 0.7 * labels[:, None] + 0.1 * unique_rows(n, dim), 0, 1)
-    # 33 pairs: pair batches of 16, 16 and 1 pair; the last leaves one of the two replicas empty.
-    constraints = ConstraintSet.from_labels(labels, 33, alpha=20.0, seed=0)
-
-    def build():
-        # The analytic KL and a log-variance of -30 (noise of std 3e-7) make the loss independent of the
-        # reparameterisation noise, which differs between one device and the replicas.
-        model = DCGMM(
-            (dim,),
-            num_clusters=2,
-            seed=0,
-            kl_estimator="analytic",
-            encoder=MLPEncoder(2, (16,), name="encoder"),
-            decoder=MLPDecoder(dim, (16,), name="decoder"),
-        )
-        model.encoder.log_var_head.kernel.assign(np.zeros((16, 2), np.float32))
-        model.encoder.log_var_head.bias.assign(np.full(2, -30.0, np.float32))
-        model.compile(optimizer=keras.optimizers.SGD(0.05))
-        return model
-
+    batch = 32
+    x, constraints = replica_problem()
+    build = noise_free_model
     keras.utils.set_random_seed(0)
     single = build()
     initial = [v.numpy() for v in single.weights]

@@ -22,33 +22,17 @@ def one_epoch(out: str) -> None:
     import keras
     import tensorflow as tf
 
-    from dcgmm_tf import DCGMM, ConstraintSet, MLPDecoder, MLPEncoder
     from dcgmm_tf.data.pipeline import constrained_dataset
     from dcgmm_tf.distribute import distributed_constrained_dataset
+    from tests.helpers import noise_free_model, replica_problem
 
     strategy = tf.distribute.MultiWorkerMirroredStrategy() if "TF_CONFIG" in os.environ else None
-    n, dim, batch = 96, 12, 32
-    rng = np.random.default_rng(0)
-    labels = rng.integers(0, 2, n)
-    x = np.clip(0.15 + 0.7 * labels[:, None] + 0.1 * rng.random((n, dim)), 0, 1).astype(np.float32)
-    # 33 pairs: pair batches of 16, 16 and 1 pair; the last leaves one of the two workers empty.
-    constraints = ConstraintSet.from_labels(labels, 33, alpha=20.0, seed=0)
+    batch = 32
+    x, constraints = replica_problem()
 
     def build():
-        # The analytic KL and a log-variance of -30 make the loss independent of the reparameterisation noise,
-        # which differs between one device and the workers (as in tests/test_distribute.py).
         keras.utils.set_random_seed(0)
-        model = DCGMM(
-            (dim,),
-            num_clusters=2,
-            seed=0,
-            kl_estimator="analytic",
-            encoder=MLPEncoder(2, (16,), name="encoder"),
-            decoder=MLPDecoder(dim, (16,), name="decoder"),
-        )
-        model.encoder.log_var_head.kernel.assign(np.zeros((16, 2), np.float32))
-        model.encoder.log_var_head.bias.assign(np.full(2, -30.0, np.float32))
-        model.compile(optimizer=keras.optimizers.SGD(0.05))
+        model = noise_free_model()  # the steps of one device and of the workers differ only in their noise
         model.optimizer.build(model.trainable_variables)
         return model
 
