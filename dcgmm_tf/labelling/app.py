@@ -71,8 +71,8 @@ def create_app(session: LabellingSession) -> Starlette:
     async def index(request: Request) -> HTMLResponse:
         return HTMLResponse(page)
 
-    async def state(request: Request) -> JSONResponse:
-        return JSONResponse({**session.snapshot(), "images": image_shape is not None})
+    async def state(request: Request, status_code: int = 200) -> JSONResponse:
+        return JSONResponse({**session.snapshot(), "images": image_shape is not None}, status_code=status_code)
 
     async def answer(request: Request) -> JSONResponse:
         body = await _body(request)
@@ -95,7 +95,7 @@ def create_app(session: LabellingSession) -> Starlette:
             session.retrain()
         except RuntimeError as error:
             return _error(409, str(error))
-        return JSONResponse({**session.snapshot(), "images": image_shape is not None}, status_code=202)
+        return await state(request, status_code=202)
 
     async def sample(request: Request) -> Response:
         index = request.path_params["index"]

@@ -180,7 +180,9 @@ class LabellingSession:
             if not self.book.num_answered:
                 raise RuntimeError("answer at least one pair before training")
             constraints = self.book.constraints(self.weight)
-            self.progress = Progress("starting" if self.state["retrains"] == 0 else "training")
+            first = self.state["retrains"] == 0
+            epochs = self.schedule.start_epochs if first else self.schedule.round_epochs
+            self.progress = Progress("starting" if first else "training", epochs=epochs)
             self._thread = threading.Thread(target=self._train, args=(constraints,), name="retrain", daemon=True)
             self._thread.start()
         if wait:
@@ -203,7 +205,6 @@ class LabellingSession:
         config, schedule, x_train = self.config, self.schedule, self.run.inputs.x_train
         counter = [_EpochCounter(self.progress)]
         if retrains == 0:
-            self.progress.epochs = schedule.start_epochs
             model = trained_start(
                 config,
                 dataclasses.replace(self.run, constraints=constraints),
@@ -214,7 +215,6 @@ class LabellingSession:
             epochs = schedule.start_epochs
         else:
             model = self._current_model()
-            self.progress.phase, self.progress.epochs = "training", schedule.round_epochs
             train_round(model, config, x_train, constraints, self.runtime, retrains, schedule.round_epochs, counter)
             epochs = self.state["rounds"][-1]["epochs"] + schedule.round_epochs
         self._model = model
