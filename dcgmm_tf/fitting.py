@@ -75,6 +75,34 @@ def make_optimizer(schedule: FitSchedule, steps_per_epoch: int) -> keras.optimiz
     return FusedAdam(learning_rate_schedule(schedule, steps_per_epoch), global_clipnorm=schedule.clipnorm or None)
 
 
+def distributed_steps_per_execution(steps: int, requested: int, multi_worker: bool) -> int:
+    """The steps per compiled call under a tf.distribute strategy.
+
+    A distributed dataset has no end, so a call of ``requested`` steps would run across an epoch's end whenever
+    it does not divide the epoch's ``steps`` (every epoch would then train a whole number of calls, and the epoch
+    ends that restarts, evaluation and backups wait for would drift from one device's). Under a strategy a call
+    therefore takes the largest divisor of ``steps`` up to ``requested``; under several workers it takes one step,
+    as a multi-step call fails in their collectives.
+
+    Args:
+      steps: Training steps per epoch.
+      requested: The steps per call asked for.
+      multi_worker: Whether the strategy spans several workers.
+
+    Returns:
+      The steps per call to use (logged when it differs from ``requested``).
+    """
+    chosen = 1 if multi_worker else max(d for d in range(1, min(requested, steps) + 1) if steps % d == 0)
+    if chosen != requested:
+        reason = (
+            "a multi-step call fails in the collectives of several workers"
+            if multi_worker
+            else (f"the largest divisor of the {steps} steps per epoch up to {requested}")
+        )
+        logging.info("steps_per_execution=%d under the strategy (%s)", chosen, reason)
+    return chosen
+
+
 def fit_mixture(
     model: DCGMM,
     x: np.ndarray,
@@ -116,10 +144,9 @@ def fit_mixture(
       FloatingPointError: When the loss became non-finite (the model then holds its last good weights).
     """
     distributed, strategy = strategy is not None, strategy or tf.distribute.get_strategy()
-    if is_multi_worker(strategy) and steps_per_execution > 1:
-        logging.info("steps_per_execution=1 under several workers (a multi-step call fails in their collectives)")
-        steps_per_execution = 1
     steps = steps_per_epoch(len(x), constraints, schedule.batch_size, schedule.layout)
+    if distributed:
+        steps_per_execution = distributed_steps_per_execution(steps, steps_per_execution, is_multi_worker(strategy))
     with strategy.scope():
         model.compile(
             optimizer=make_optimizer(schedule, steps), jit_compile=jit_compile, steps_per_execution=steps_per_execution

@@ -174,3 +174,33 @@ def test_mirrored_training_matches_single_device_and_trains():
     assert report["replica_noise_gap"] > 0  # each replica draws its own reparameterisation noise
     losses = report["losses"]  # 8 more epochs with Adam
     assert all(np.isfinite(losses)) and losses[-1] < losses[0] - 1.0
+
+
+def test_distributed_steps_per_execution_divides_the_epoch():
+    from dcgmm_tf.fitting import distributed_steps_per_execution
+
+    assert distributed_steps_per_execution(282, 32, False) == 6  # Fashion-MNIST's epoch: 2 * 3 * 47 steps
+    assert distributed_steps_per_execution(26, 32, False) == 26
+    assert distributed_steps_per_execution(64, 32, False) == 32
+    assert distributed_steps_per_execution(47, 32, False) == 1
+    assert distributed_steps_per_execution(64, 32, True) == 1
+
+
+def test_fit_under_a_strategy_trains_each_epoch_exactly_its_steps():
+    # A distributed dataset has no end: a call of 32 steps on an epoch of fewer would run into the next epoch.
+    import tensorflow as tf
+
+    from dcgmm_tf.data.pipeline import steps_per_epoch
+    from dcgmm_tf.fitting import FitSchedule, fit_mixture
+    from tests.helpers import noise_free_model, replica_problem
+
+    x, constraints = replica_problem(n=600)
+    schedule = FitSchedule(epochs=2, batch_size=32)
+    steps = steps_per_epoch(len(x), constraints, schedule.batch_size, schedule.layout)
+    assert steps % 32 and steps < 32  # one call of 32 steps would cross the epoch's end
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    with strategy.scope():
+        model = noise_free_model()
+    history = fit_mixture(model, x, constraints, schedule, strategy=strategy, steps_per_execution=32, verbose=0)
+    assert len(history["loss"]) == 2
+    assert int(model.optimizer.iterations.numpy()) == 2 * steps
