@@ -62,11 +62,13 @@ def fit_schedule(
     """The estimator's schedule for ``num_samples`` samples, counted in optimisation steps.
 
     ``"auto"`` batch size: 256, but at most about an eighth of the data (a power of two, at least 32), so that
-    small data sets take several steps per epoch. ``"auto"`` epochs: 100 (the runner's default), or more when
-    100 epochs are fewer than ``MIN_TRAIN_STEPS`` steps; ``"auto"`` pretraining: 10 epochs, or enough for
-    ``MIN_PRETRAIN_STEPS``. For 60,000 samples this is the runner's 256 / 100 / 10; for scikit-learn's wine
+    small data sets take several steps per epoch. ``"auto"`` epochs: 100, or more when 100 epochs are fewer than
+    ``MIN_TRAIN_STEPS`` steps; ``"auto"`` pretraining: 10 epochs, or enough for ``MIN_PRETRAIN_STEPS``. For 60,000
+    samples this is 256 / 100 / 10, the runner's earlier defaults (``RunConfig.protocol("earlier")``; the
+    estimator keeps that staircase schedule, measured on small and tabular data in docs/your-data.md, while the
+    runner's default recipe is 40 pretraining epochs, 30 epochs and a cosine decay); for scikit-learn's wine
     (178 samples) 32 / 500 / 100. Restarts and learning-rate decays keep their place in the run (every tenth and
-    every fifth of it, as 10 and 20 of 100 epochs in the runner).
+    every fifth of it, as 10 and 20 of 100 epochs).
 
     Raises:
       ValueError: When a value is neither ``"auto"`` nor allowed by the runner's rules.

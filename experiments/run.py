@@ -16,7 +16,7 @@ from pathlib import Path
 
 from absl import app, flags
 
-from dcgmm_tf.config import RunConfig, RuntimeConfig
+from dcgmm_tf.config import PROTOCOLS, RunConfig, RuntimeConfig
 from dcgmm_tf.validation import exit_on_user_error
 from experiments.config_flags import config_from_flags, define_flags
 
@@ -24,11 +24,20 @@ FLAGS = flags.FLAGS
 define_flags(RunConfig)
 define_flags(RuntimeConfig)
 flags.DEFINE_integer("runs", 1, "Number of runs; run r uses seed --seed + r.", lower_bound=1)
+flags.DEFINE_enum(
+    "protocol",
+    "default",
+    list(PROTOCOLS),
+    "Named settings under the other flags: default (this library's recipe), paper (the paper's protocol: gmm start, "
+    "10 pretraining and 500 epochs, staircase decay) or earlier (the defaults before the recipe, with which older "
+    "rows were recorded); see dcgmm_tf.config.PROTOCOLS. A flag given on the command line wins over the protocol.",
+)
 
 
 def configs(flag_values: flags.FlagValues) -> tuple[RunConfig, RuntimeConfig]:
-    """The run and runtime configs of the parsed flags."""
-    return config_from_flags(RunConfig, flag_values), config_from_flags(RuntimeConfig, flag_values)
+    """The run and runtime configs of the parsed flags: ``--protocol``'s values, then the flags given."""
+    protocol = {k: v for k, v in PROTOCOLS[flag_values.protocol].items() if not flag_values[k].present}
+    return config_from_flags(RunConfig, flag_values, **protocol), config_from_flags(RuntimeConfig, flag_values)
 
 
 def run(config: RunConfig, runtime: RuntimeConfig, runs: int = 1):

@@ -34,8 +34,8 @@ def test_key_ignores_the_seed_and_follows_every_other_field():
 
 def test_key_of_the_defaults_is_the_one_of_rows_written_before_the_configs():
     # The runner's flags hashed the same way before RunConfig existed: old results rows keep matching.
-    assert RunConfig().key() == "d4205854d9e9"
-    assert RunConfig(method="pckmeans", epochs=5, vgg_filters=(64, 128)).key() == "c479a50ac70c"
+    assert RunConfig.protocol("earlier").key() == "d4205854d9e9"
+    assert RunConfig.protocol("earlier", method="pckmeans", epochs=5, vgg_filters=(64, 128)).key() == "c479a50ac70c"
 
 
 def test_numbers_are_normalised_so_equal_settings_give_one_key():
@@ -123,3 +123,42 @@ def test_replaced_parses_text_by_the_flags(flag_values):
         replaced(RunConfig(), flag_values, epochs="many")
     with pytest.raises(ValueError, match="epochs='0': 0 is not a positive integer"):
         replaced(RunConfig(), flag_values, epochs="0")
+
+
+def test_protocols_name_the_paper_and_the_earlier_defaults():
+    # The recipe's rows were measured as options first (docs/results/fashion/cosine40): they keep that key.
+    assert RunConfig().key() == RunConfig(pretrain_epochs=40, epochs=30, lr_schedule="cosine").key() == "22b34070dcbe"
+    assert RunConfig.protocol("default") == RunConfig()
+    paper = RunConfig.protocol("paper", seed=3)
+    assert (paper.cluster_init, paper.pretrain_epochs, paper.epochs, paper.lr_schedule, paper.seed) == (
+        "gmm",
+        10,
+        500,
+        "staircase",
+        3,
+    )
+    assert RunConfig.protocol("earlier", epochs=7).epochs == 7
+    with pytest.raises(ValueError, match=re.escape("protocol must be one of ['default', 'paper', 'earlier']")):
+        RunConfig.protocol("mine")
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        ([], RunConfig()),
+        (["--protocol=paper"], RunConfig.protocol("paper")),
+        (["--protocol=paper", "--epochs=7"], RunConfig.protocol("paper", epochs=7)),
+        (["--protocol=earlier", "--lr_schedule=cosine"], RunConfig.protocol("earlier", lr_schedule="cosine")),
+        (["--epochs=100"], RunConfig(epochs=100)),
+    ],
+)
+def test_the_runner_takes_a_protocol_and_the_flags_given_win(argv, expected):
+    from experiments import run
+
+    values = flags.FLAGS
+    values.unparse_flags()
+    try:
+        values(["run", *argv])
+        assert run.configs(values)[0] == expected
+    finally:
+        values.unparse_flags()

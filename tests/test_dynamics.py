@@ -24,7 +24,7 @@ def test_class_assignments_and_entropy_against_hand_counts():
 
 def test_old_keys_survive_the_new_options():
     """Fields added later stay out of the key at their legacy value: results rows written before keep their key."""
-    assert RunConfig(lr_schedule="staircase", pair_loss="paper").key() == "d4205854d9e9"
+    assert RunConfig.protocol("earlier", lr_schedule="staircase", pair_loss="paper").key() == "d4205854d9e9"
     assert RunConfig(pair_loss="likelihood").key() != RunConfig(pair_loss="paper").key()
 
 

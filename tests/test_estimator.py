@@ -200,7 +200,7 @@ def test_the_schedule_fits_the_data_size():
         10,
         10,
         20,
-    )  # the runner's defaults
+    )  # the runner's earlier defaults (RunConfig.protocol("earlier"))
     wine = fit_schedule(178)
     assert wine.batch_size == 32 and wine.epochs * 6 >= 3000 and wine.pretrain_epochs * 6 >= 600
     assert fit_schedule(178, epochs=7, batch_size=64).epochs == 7
