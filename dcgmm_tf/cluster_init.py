@@ -17,10 +17,11 @@ constraints every strategy is :func:`gmm_start`. :func:`init_clusters` applies a
 from __future__ import annotations
 
 import dataclasses
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy import linalg, sparse
-from scipy.special import logsumexp
 from sklearn.mixture import GaussianMixture
 
 from dcgmm_tf.constraints import ConstraintSet, flip_probability
@@ -170,10 +171,31 @@ def merge_start(
     return ClusterStart(means, variances, assignments)
 
 
+def log_sum_exp(a: np.ndarray, axis: int) -> np.ndarray:
+    """Log sum exp of a real array along ``axis``, kept as a length-1 axis: ``scipy.special.logsumexp(a, axis=axis,
+    keepdims=True)`` value for value, bit for bit (tested), at a fraction of its cost on the small arrays of the
+    latent class EM, where scipy's array-API dispatch took half the time. As in scipy, the largest term (with its
+    ties) is taken out of the sum and added back through log1p, and a slice of -inf gives -inf.
+
+    Args:
+      a: Real values (finite or -inf).
+      axis: The axis to reduce.
+
+    Returns:
+      The log sum exp, with ``axis`` kept as length 1.
+    """
+    a_max = a.max(axis=axis, keepdims=True)
+    is_max = a == a_max
+    count = is_max.sum(axis=axis, keepdims=True, dtype=a.dtype)
+    with np.errstate(invalid="ignore"):  # -inf - -inf in a slice of -inf, masked out just below
+        rest = np.exp(np.where(is_max, -np.inf, a - a_max)).sum(axis=axis, keepdims=True)
+    return np.log1p(rest / count) + np.log(count) + a_max
+
+
 def _log_others(log_theta: np.ndarray) -> np.ndarray:
     """Log sum_{c' != c} theta[a, c'] for every (a, c), computed as a masked logsumexp (no cancellation)."""
     k = log_theta.shape[1]
-    return logsumexp(np.where(np.eye(k, dtype=bool), -np.inf, log_theta[:, None, :]), axis=2)
+    return log_sum_exp(np.where(np.eye(k, dtype=bool), -np.inf, log_theta[:, None, :]), axis=2)[..., 0]
 
 
 def fit_latent_classes(
@@ -216,28 +238,38 @@ def fit_latent_classes(
     starts = [rng.dirichlet(np.ones(num_clusters), num_components) * component_sizes[:, None] for _ in range(n_init)]
     if warm_start is not None:
         starts.insert(0, np.asarray(warm_start, np.float64))
-    best_log_p, best_log_lik = None, -np.inf
-    for start in starts:
+
+    def run(start: np.ndarray) -> tuple[float, np.ndarray]:
+        """EM from ``start`` to convergence: its log-likelihood per sample and its final counts."""
         counts = smoothing + start
         previous = -np.inf
         for _ in range(max_iter):
             log_theta = np.log(counts) - np.log(counts.sum(axis=0, keepdims=True))  # log p(a | c)
             log_others = _log_others(log_theta)
+            theta_a, theta_b = log_theta[a], log_theta[b]
             # Log joint of each end's class with the observation: log theta_c[a] + log(w_same theta_c[b] + w_diff
             # sum_{c' != c} theta_c'[b]); the 1/K^2 of the class prior is added to the likelihood below.
-            end_a = log_theta[a] + np.logaddexp(log_same + log_theta[b], log_diff + log_others[b])
-            end_b = log_theta[b] + np.logaddexp(log_same + log_theta[a], log_diff + log_others[a])
-            log_pair = logsumexp(end_a, axis=1, keepdims=True)  # the same for both ends
-            log_component = logsumexp(log_theta, axis=1, keepdims=True)
+            end_a = theta_a + np.logaddexp(log_same + theta_b, log_diff + log_others[b])
+            end_b = theta_b + np.logaddexp(log_same + theta_a, log_diff + log_others[a])
+            log_pair = log_sum_exp(end_a, axis=1)  # the same for both ends
+            log_component = log_sum_exp(log_theta, axis=1)
             posterior = np.exp(np.concatenate([end_a, end_b]) - np.concatenate([log_pair, log_pair]))
             counts = smoothing + ends @ posterior + free * np.exp(log_theta - log_component)
             log_lik = float((log_pair.sum() + (free * log_component).sum()) / num_samples - np.log(num_clusters))
             if log_lik - previous < tol:
                 break
             previous = log_lik
+        return log_lik, counts
+
+    # The starts are independent: they run side by side on the cores (numpy's loops release the GIL), and the best
+    # is chosen in their order as one after the other would.
+    with ThreadPoolExecutor(min(len(starts), os.cpu_count() or 1)) as pool:
+        fits = list(pool.map(run, starts))
+    best_log_p, best_log_lik = None, -np.inf
+    for log_lik, counts in fits:
         if log_lik > best_log_lik + 1e-5:  # a later start must be better by more than a tie: the warm one wins ties
             log_theta = np.log(counts) - np.log(counts.sum(axis=0, keepdims=True))
-            best_log_p, best_log_lik = log_theta - logsumexp(log_theta, axis=1, keepdims=True), log_lik
+            best_log_p, best_log_lik = log_theta - log_sum_exp(log_theta, axis=1), log_lik
     return best_log_p, best_log_lik
 
 

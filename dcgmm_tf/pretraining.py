@@ -59,14 +59,19 @@ def pretrain_autoencoder(
     learning_rate: float = 1e-3,
     seed: int = 0,
     verbose: int | str = "auto",
+    steps_per_execution: int = 32,
 ) -> None:
-    """Train ``model``'s encoder mean and decoder as a plain autoencoder."""
+    """Train ``model``'s encoder mean and decoder as a plain autoencoder.
+
+    ``steps_per_execution`` steps run per compiled call; the weights do not depend on it (tested), only the time
+    does (Keras' loop runs once per call).
+    """
     if epochs < 0:
         raise ValueError(f"pretraining epochs must be >= 0, got {epochs}")
     if epochs == 0:
         return
     autoencoder = _Autoencoder(model.encoder, model.decoder, model.likelihood, name="autoencoder")
-    autoencoder.compile(optimizer=keras.optimizers.Adam(learning_rate))
+    autoencoder.compile(optimizer=keras.optimizers.Adam(learning_rate), steps_per_execution=steps_per_execution)
     data = prefetch_without_autotune(
         tf.data.Dataset.from_tensor_slices(np.asarray(x, np.float32)).shuffle(len(x), seed=seed).batch(batch_size)
     )

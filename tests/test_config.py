@@ -126,7 +126,7 @@ def test_replaced_parses_text_by_the_flags(flag_values):
 
 
 def test_protocols_name_the_paper_and_the_earlier_defaults():
-    # The recipe's rows were measured as options first (docs/results/fashion/cosine40): they keep that key.
+    # The recipe's rows were measured as options first (docs/results/fashion/default): they keep that key.
     assert RunConfig().key() == RunConfig(pretrain_epochs=40, epochs=30, lr_schedule="cosine").key() == "22b34070dcbe"
     assert RunConfig.protocol("default") == RunConfig()
     paper = RunConfig.protocol("paper", seed=3)

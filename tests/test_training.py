@@ -202,6 +202,23 @@ def test_steps_per_execution_leaves_the_training_unchanged():
         np.testing.assert_allclose(losses, trained[0][1], rtol=1e-6)
 
 
+def test_pretraining_steps_per_execution_leaves_the_weights_unchanged():
+    """The pretraining's default of 32 steps per call gives the weights of one step per call (600 samples in
+    batches of 32: 19 steps per epoch, so a call ends inside an epoch)."""
+    from dcgmm_tf.pretraining import pretrain_autoencoder
+    from tests.helpers import small_model, weights_equal
+
+    x, _ = toy_data(600)
+    pretrained = []
+    for steps in (1, 32):
+        model = small_model()
+        initial = model.get_weights()
+        pretrain_autoencoder(model, x, epochs=2, batch_size=32, seed=0, verbose=0, steps_per_execution=steps)
+        pretrained.append(model.get_weights())
+    assert not weights_equal(pretrained[0], initial)
+    assert weights_equal(pretrained[1], pretrained[0])
+
+
 def test_num_clusters_zero_chooses_k_from_the_pairs(toy):
     config, runtime = toy
     data = load_dataset(config.dataset)
