@@ -235,6 +235,13 @@ def fit_latent_classes(
     )  # scatter-adds pair ends onto components
     free = np.maximum(component_sizes - np.asarray(ends.sum(axis=1)).ravel(), 0.0)[:, None]
     num_samples = free.sum() + 2 * len(a)
+    # Pairs of the same two components, link and flip probability have the same posterior: the EM's elementwise
+    # work runs once per such group (at most 2 K'^2 of them, however many pairs), and the per-pair values are
+    # gathered back and summed over the pairs as before, so the result does not change by a bit.
+    _, first, group = np.unique(np.stack([a, b, must, flip], axis=1), axis=0, return_index=True, return_inverse=True)
+    group = group.ravel()
+    per_end = np.concatenate([group, group + len(first)])  # the group of each row of ``ends``' columns
+    a, b, log_same, log_diff = a[first], b[first], log_same[first], log_diff[first]
     starts = [rng.dirichlet(np.ones(num_clusters), num_components) * component_sizes[:, None] for _ in range(n_init)]
     if warm_start is not None:
         starts.insert(0, np.asarray(warm_start, np.float64))
@@ -254,8 +261,8 @@ def fit_latent_classes(
             log_pair = log_sum_exp(end_a, axis=1)  # the same for both ends
             log_component = log_sum_exp(log_theta, axis=1)
             posterior = np.exp(np.concatenate([end_a, end_b]) - np.concatenate([log_pair, log_pair]))
-            counts = smoothing + ends @ posterior + free * np.exp(log_theta - log_component)
-            log_lik = float((log_pair.sum() + (free * log_component).sum()) / num_samples - np.log(num_clusters))
+            counts = smoothing + ends @ posterior[per_end] + free * np.exp(log_theta - log_component)
+            log_lik = float((log_pair[group].sum() + (free * log_component).sum()) / num_samples - np.log(num_clusters))
             if log_lik - previous < tol:
                 break
             previous = log_lik

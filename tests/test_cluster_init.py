@@ -274,3 +274,52 @@ def test_log_sum_exp_is_scipys_logsumexp_bit_for_bit():
         assert got.shape == expected.shape
         np.testing.assert_array_equal(got, expected)  # equal values, -inf where scipy has -inf
         assert got.tobytes() == expected.tobytes()
+
+
+def _latent_classes_per_pair(a, b, must, flip, sizes, k, seed, n_init, smoothing=0.1, max_iter=300, tol=1e-7):
+    """The latent class EM written pair by pair, with scipy's logsumexp, one start after the other."""
+    from scipy import sparse
+    from scipy.special import logsumexp
+
+    rng = np.random.default_rng(seed)
+    log_same = np.where(must, np.log1p(-flip), np.log(flip))[:, None]
+    log_diff = np.where(must, np.log(flip), np.log1p(-flip))[:, None]
+    n = np.arange(len(a))
+    ends = sparse.csr_matrix(
+        (np.ones(2 * len(a)), (np.concatenate([a, b]), np.concatenate([n, n + len(a)]))), shape=(len(sizes), 2 * len(a))
+    )
+    free = np.maximum(sizes - np.asarray(ends.sum(axis=1)).ravel(), 0.0)[:, None]
+    total = free.sum() + 2 * len(a)
+    best, best_lik = None, -np.inf
+    for start in [rng.dirichlet(np.ones(k), len(sizes)) * sizes[:, None] for _ in range(n_init)]:
+        counts, previous = smoothing + start, -np.inf
+        for _ in range(max_iter):
+            log_theta = np.log(counts) - np.log(counts.sum(axis=0, keepdims=True))
+            others = logsumexp(np.where(np.eye(k, dtype=bool), -np.inf, log_theta[:, None, :]), axis=2)
+            end_a = log_theta[a] + np.logaddexp(log_same + log_theta[b], log_diff + others[b])
+            end_b = log_theta[b] + np.logaddexp(log_same + log_theta[a], log_diff + others[a])
+            log_pair = logsumexp(end_a, axis=1, keepdims=True)
+            log_component = logsumexp(log_theta, axis=1, keepdims=True)
+            posterior = np.exp(np.concatenate([end_a, end_b]) - np.concatenate([log_pair, log_pair]))
+            counts = smoothing + ends @ posterior + free * np.exp(log_theta - log_component)
+            lik = float((log_pair.sum() + (free * log_component).sum()) / total - np.log(k))
+            if lik - previous < tol:
+                break
+            previous = lik
+        if lik > best_lik + 1e-5:
+            log_theta = np.log(counts) - np.log(counts.sum(axis=0, keepdims=True))
+            best, best_lik = log_theta - logsumexp(log_theta, axis=1, keepdims=True), lik
+    return best, best_lik
+
+
+def test_latent_class_em_is_the_per_pair_em_bit_for_bit():
+    # Many pairs share their components, link and flip probability (grouped in the EM), two confidences.
+    rng = np.random.default_rng(3)
+    classes = rng.integers(0, 3, 12)
+    a, b = rng.integers(0, 12, 400), rng.integers(0, 12, 400)
+    must = classes[a] == classes[b]
+    flip = np.where(rng.random(400) < 0.5, 1e-3, 0.2)
+    sizes = np.full(12, 100.0)
+    log_p, log_lik = fit_latent_classes(a, b, must, flip, sizes, 3, seed=1, n_init=4)
+    expected_p, expected_lik = _latent_classes_per_pair(a, b, must, flip, sizes, 3, seed=1, n_init=4)
+    assert log_p.tobytes() == expected_p.tobytes() and log_lik == expected_lik
