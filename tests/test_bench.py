@@ -85,6 +85,11 @@ def test_gpu_check_says_no_gpu_on_this_cpu_and_runs_its_steps_shortened(tmp_path
     assert json.loads((tmp_path / "card.json").read_text()) == {"gpus": []}
     scale = json.loads((tmp_path / "scale.jsonl").read_text().splitlines()[-1])
     assert scale["n"] == 2000 and scale["epoch"] > 0 and scale["peak_gb"] > scale["data_gb"]
+    assert (
+        0 < scale["restart_gmm"]
+        and 0 < scale["restart_em"]
+        and scale["restart_gmm"] + scale["restart_em"] < scale["restart"]
+    )
     assert (tmp_path / "pipeline_rate.jsonl").stat().st_size > 0
     with pytest.raises(ValueError, match="unknown steps"):
         gpu_check(tmp_path, smoke=True, only=["nothing"])
