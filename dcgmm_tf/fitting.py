@@ -97,7 +97,7 @@ def distributed_steps_per_execution(steps: int, requested: int, multi_worker: bo
         reason = (
             "a multi-step call fails in the collectives of several workers"
             if multi_worker
-            else (f"the largest divisor of the {steps} steps per epoch up to {requested}")
+            else f"the largest divisor of the {steps} steps per epoch up to {requested}"
         )
         logging.info("steps_per_execution=%d under the strategy (%s)", chosen, reason)
     return chosen
