@@ -73,7 +73,7 @@ def measure(n: int, pretrain_epochs: int, epochs: int) -> dict:
     from dcgmm_tf.config import RunConfig
     from dcgmm_tf.fitting import FitSchedule, fit_mixture
     from dcgmm_tf.pretraining import pretrain, start_mixture
-    from dcgmm_tf.training import make_model
+    from dcgmm_tf.starting import make_model
 
     class EpochClock(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):

@@ -21,13 +21,15 @@ import numpy as np
 from dcgmm_tf import active, metrics
 from dcgmm_tf.config import RunConfig, RuntimeConfig, check_fields, setting
 from dcgmm_tf.constraints import ConstraintSet, default_alpha
-from dcgmm_tf.data import Dataset
+from dcgmm_tf.data import DataSplits
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.prepared import PreparedRun, prepare_run
 from dcgmm_tf.pretraining import load_cached_weights, save_cached_weights
+from dcgmm_tf.process_state import precision_policy
+from dcgmm_tf.starting import started_model
 from dcgmm_tf.storage import array_hash, exclusive, settings_hash
 from dcgmm_tf.trainer_base import cache_path, predict_clusters
-from dcgmm_tf.training import fit_config, precision_policy, started_model
+from dcgmm_tf.training import fit_config
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,7 +145,7 @@ def train_round(
 
 def simulate(
     config: RunConfig,
-    data: Dataset,
+    data: DataSplits,
     strategies: Sequence[str],
     schedule: ActiveSchedule = ActiveSchedule(),
     runtime: RuntimeConfig = RuntimeConfig(),

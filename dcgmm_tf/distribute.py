@@ -68,6 +68,20 @@ def distributed_constrained_dataset(
     end, so pass the returned steps to ``fit(..., steps_per_epoch=steps)``.
     """
     x, constraints, steps = checked_inputs(x, constraints, batch_size, layout)
+    return distributed_epoch_dataset(strategy, x, constraints, batch_size, seed, layout, initial_epoch), steps
+
+
+def distributed_epoch_dataset(
+    strategy: tf.distribute.Strategy,
+    x: np.ndarray,
+    constraints: ConstraintSet,
+    batch_size: int,
+    seed: int,
+    layout: str,
+    initial_epoch: int,
+) -> tf.distribute.DistributedDataset:
+    """:func:`distributed_constrained_dataset`'s dataset for inputs that
+    :func:`dcgmm_tf.data.pipeline.checked_inputs` returned already."""
     num_replicas = strategy.num_replicas_in_sync
 
     def one_epoch(epoch: tf.Tensor) -> tf.data.Dataset:
@@ -85,4 +99,4 @@ def distributed_constrained_dataset(
         parts = epochs.flat_map(one_epoch).shard(context.num_input_pipelines, context.input_pipeline_id)
         return prefetch_without_autotune(batch_elements(parts, x))
 
-    return strategy.distribute_datasets_from_function(dataset_fn), steps
+    return strategy.distribute_datasets_from_function(dataset_fn)

@@ -1,6 +1,6 @@
 """DC-GMM as a scikit-learn estimator: ``DCGMMClustering(n_clusters=3).fit(X, ml=[(0, 1)], cl=[(0, 2)])``.
 
-The estimator trains through the library calls of the runner's recipe (:func:`dcgmm_tf.training.pretrained_model`,
+The estimator trains through the library calls of the runner's recipe (:func:`dcgmm_tf.starting.pretrained_model`,
 :func:`dcgmm_tf.pretraining.start_mixture` and :func:`dcgmm_tf.fitting.fit_mixture`: pretraining, the label-free
 start from the constraints, the learning-rate schedule, restarts of the mixture), so it gives what
 ``python -m experiments.run`` gives for the same settings. ``clone``, ``Pipeline`` and ``GridSearchCV`` work as
@@ -20,7 +20,7 @@ from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dcgmm_tf import training, validation
+from dcgmm_tf import starting, validation
 from dcgmm_tf.callbacks import ClusterRestart
 from dcgmm_tf.cluster_count import check_candidates, choose_num_clusters
 from dcgmm_tf.cluster_init import LINK_START_STRATEGIES, START_STRATEGIES
@@ -256,14 +256,15 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
 
     def _pretrained(self, x: np.ndarray, num_clusters: int, seed: int) -> DCGMM:
         """A model with ``num_clusters`` clusters after its autoencoder pretraining on scaled ``x``."""
-        networks = {}
-        if tuple(self.hidden_units) != PAPER_HIDDEN_UNITS:
-            networks = {
-                "encoder": MLPEncoder(self.latent_dim, self.hidden_units, name="encoder"),
-                "decoder": MLPDecoder(x.shape[1], tuple(self.hidden_units)[::-1], self.likelihood_, name="decoder"),
-            }
 
         def build(model_seed: int) -> DCGMM:
+            # Networks made here, under the pretraining's seeds, so their initial weights follow random_state.
+            networks = {}
+            if tuple(self.hidden_units) != PAPER_HIDDEN_UNITS:
+                networks = {
+                    "encoder": MLPEncoder(self.latent_dim, self.hidden_units, name="encoder"),
+                    "decoder": MLPDecoder(x.shape[1], tuple(self.hidden_units)[::-1], self.likelihood_, name="decoder"),
+                }
             return DCGMM(
                 (x.shape[1],),
                 num_clusters=num_clusters,
@@ -273,7 +274,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                 **networks,
             )
 
-        return training.pretrained_model(
+        return starting.pretrained_model(
             build,
             x,
             seed=seed,
@@ -301,7 +302,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             learning_rate=self.learning_rate,
             lr_decay_epochs=schedule.lr_decay_epochs,
         )
-        self.history_ = fit_mixture(model, x, constraints, fit, callbacks, verbose=self.verbose)
+        self.history_ = fit_mixture(model, x, constraints, fit, callbacks, verbose=self.verbose, check_inputs=False)
         if not self.keep_optimizer:
             # Its moments are twice the weights' size; the model predicts without them (and unpickles uncompiled).
             model.optimizer, model.compiled = None, False

@@ -16,7 +16,7 @@ import numpy as np
 
 from dcgmm_tf import metrics
 from dcgmm_tf.config import RunConfig, RuntimeConfig
-from dcgmm_tf.data import Dataset
+from dcgmm_tf.data import DataSplits
 from dcgmm_tf.prepared import PreparedRun, prepare_run, run_dir_of
 from dcgmm_tf.trainer_base import TrainedModel, predict_clusters
 from dcgmm_tf.training import train_prepared
@@ -81,7 +81,7 @@ def results_row(
 
 def train_and_evaluate(
     config: RunConfig,
-    data: Dataset,
+    data: DataSplits,
     runtime: RuntimeConfig = RuntimeConfig(),
     callbacks: Callable[[PreparedRun], Sequence[keras.callbacks.Callback]] | None = None,
 ) -> RunResult:

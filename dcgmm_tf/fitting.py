@@ -19,8 +19,8 @@ import tensorflow as tf
 
 from dcgmm_tf.callbacks import NonFiniteLossGuard, TrainingBackup, trim_history
 from dcgmm_tf.constraints import ConstraintSet
-from dcgmm_tf.data.pipeline import constrained_dataset, steps_per_epoch
-from dcgmm_tf.distribute import distributed_constrained_dataset, is_multi_worker
+from dcgmm_tf.data.pipeline import checked_inputs, epoch_dataset, steps_per_epoch
+from dcgmm_tf.distribute import distributed_epoch_dataset, is_multi_worker
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.optimizers import FusedAdam
 
@@ -116,6 +116,7 @@ def fit_mixture(
     jit_compile: bool = False,
     steps_per_execution: int = 32,
     verbose: int | str = 2,
+    check_inputs: bool = True,
 ) -> dict[str, list]:
     """Trains ``model`` from its current weights and mixture for ``schedule.epochs`` epochs of C-ELBO.
 
@@ -136,6 +137,9 @@ def fit_mixture(
       jit_compile: Compile the training step with XLA.
       steps_per_execution: Training steps per compiled call.
       verbose: Keras verbosity.
+      check_inputs: Check ``x`` and ``constraints`` (:func:`dcgmm_tf.data.pipeline.checked_inputs`); off for
+        inputs checked already, as the library's runs do (:func:`dcgmm_tf.prepared.prepare_run`, the estimator's
+        ``fit``), so each input is checked once per run.
 
     Returns:
       The Keras history.
@@ -144,7 +148,10 @@ def fit_mixture(
       FloatingPointError: When the loss became non-finite (the model then holds its last good weights).
     """
     distributed, strategy = strategy is not None, strategy or tf.distribute.get_strategy()
-    steps = steps_per_epoch(len(x), constraints, schedule.batch_size, schedule.layout)
+    if check_inputs:
+        x, constraints, steps = checked_inputs(x, constraints, schedule.batch_size, schedule.layout)
+    else:
+        steps = steps_per_epoch(len(x), constraints, schedule.batch_size, schedule.layout)
     if distributed:
         steps_per_execution = distributed_steps_per_execution(steps, steps_per_execution, is_multi_worker(strategy))
     with strategy.scope():
@@ -166,12 +173,12 @@ def fit_mixture(
             keras.callbacks.TensorBoard(str(run_dir / "tensorboard")),
             backup,
         ]
-    args = dict(batch_size=schedule.batch_size, seed=schedule.seed, layout=schedule.layout, initial_epoch=initial_epoch)
+    args = (schedule.batch_size, schedule.seed, schedule.layout, initial_epoch)
     fit_args = {}
     if distributed:
-        data, fit_args["steps_per_epoch"] = distributed_constrained_dataset(strategy, x, constraints, **args)
+        data, fit_args["steps_per_epoch"] = distributed_epoch_dataset(strategy, x, constraints, *args), steps
     else:
-        data = constrained_dataset(x, constraints, **args)
+        data = epoch_dataset(x, constraints, steps, *args)
     history = model.fit(
         data,
         epochs=schedule.epochs,

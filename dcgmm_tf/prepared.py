@@ -18,7 +18,7 @@ import numpy as np
 from dcgmm_tf import validation
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.constraints import ConstraintSet
-from dcgmm_tf.data import Dataset
+from dcgmm_tf.data import DataSplits
 
 
 class Inputs(NamedTuple):
@@ -44,7 +44,7 @@ class PreparedRun:
       test_indices: The rows of the whole test split that ``data.x_test`` holds, sorted.
     """
 
-    data: Dataset
+    data: DataSplits
     inputs: Inputs
     constraints: ConstraintSet
     num_clusters: int
@@ -53,7 +53,7 @@ class PreparedRun:
     test_indices: np.ndarray
 
 
-def subset_indices(data: Dataset, config: RunConfig) -> tuple[np.ndarray, np.ndarray]:
+def subset_indices(data: DataSplits, config: RunConfig) -> tuple[np.ndarray, np.ndarray]:
     """The rows of random subsets of ``config.max_train_samples`` / ``max_test_samples`` (drawn with the seed).
 
     Returns:
@@ -66,13 +66,13 @@ def subset_indices(data: Dataset, config: RunConfig) -> tuple[np.ndarray, np.nda
     return kept[0], kept[1]
 
 
-def subsets(data: Dataset, config: RunConfig) -> Dataset:
+def subsets(data: DataSplits, config: RunConfig) -> DataSplits:
     """``data`` cut to the subsets of :func:`subset_indices`."""
     train, test = subset_indices(data, config)
     return _cut(data, train, test)
 
 
-def _cut(data: Dataset, train: np.ndarray, test: np.ndarray) -> Dataset:
+def _cut(data: DataSplits, train: np.ndarray, test: np.ndarray) -> DataSplits:
     if len(train) == len(data.x_train) and len(test) == len(data.x_test):
         return data
     return dataclasses.replace(
@@ -84,7 +84,7 @@ def _cut(data: Dataset, train: np.ndarray, test: np.ndarray) -> Dataset:
     )
 
 
-def model_inputs(data: Dataset, config: RunConfig) -> Inputs:
+def model_inputs(data: DataSplits, config: RunConfig) -> Inputs:
     """The splits of ``data`` shaped for ``config.architecture``."""
     shape = data.images if config.architecture == "vgg" else (lambda x: x)
     return Inputs(shape(data.x_train), data.y_train, shape(data.x_test), data.y_test)
@@ -121,7 +121,7 @@ def run_dir_of(config: RunConfig, data_name: str, runtime: RuntimeConfig) -> Pat
 
 def prepare_run(
     config: RunConfig,
-    data: Dataset,
+    data: DataSplits,
     *,
     constraints: ConstraintSet | Callable[[np.ndarray], ConstraintSet] | None = None,
     num_clusters: int | None = None,
@@ -136,7 +136,7 @@ def prepare_run(
       constraints: The training constraints (indexing the training split after the subsets), or a function of
         the training labels that makes them; default: those of :func:`make_constraints`.
       num_clusters: K; default ``config.num_clusters``, the number of classes of the whole ``data`` for -1 (0:
-        to be chosen by the trainer, see :func:`dcgmm_tf.training.with_chosen_clusters`).
+        to be chosen by the trainer, see :func:`dcgmm_tf.starting.with_chosen_clusters`).
       run_dir: The run folder, made here (None: the run writes no files).
       use_subsets: Cut the data to the subsets of ``config`` (off: ``data`` as given).
 

@@ -1,6 +1,6 @@
 """Process-wide TensorFlow settings: threads, op determinism, tf.distribute.
 
-The mixed-precision policy of a run is not process-wide: :func:`dcgmm_tf.training.precision_policy` applies it
+The mixed-precision policy of a run is not process-wide: :func:`dcgmm_tf.process_state.precision_policy` applies it
 around the training, from Python and from the command line alike."""
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import pandas as pd
 from absl import flags
 
 from dcgmm_tf.config import METHODS, RunConfig, RuntimeConfig
-from dcgmm_tf.data import Dataset
+from dcgmm_tf.data import DataSplits
 from dcgmm_tf.prepared import model_inputs, run_dir_of, subsets
 from experiments import plots, results, run, runs
 
@@ -74,7 +74,7 @@ def schedule_note(config: RunConfig, runs: int) -> str:
 
 
 def sweep(
-    configs: Sequence[RunConfig], data: Dataset, runtime: RuntimeConfig, csv_path: Path, runs_per_config: int
+    configs: Sequence[RunConfig], data: DataSplits, runtime: RuntimeConfig, csv_path: Path, runs_per_config: int
 ) -> pd.DataFrame:
     """Runs every config for seeds ``config.seed`` .. + ``runs_per_config`` - 1, appending rows (with a
     ``schedule`` column) to ``csv_path``; finished runs are skipped (``experiments.runs``). Returns all rows."""
@@ -127,7 +127,7 @@ def plot_metrics(rows: pd.DataFrame, x: str, xlabel: str, path: Path, title: str
     plt.close(fig)
 
 
-def training_sample_count(data: Dataset, config: RunConfig) -> int:
+def training_sample_count(data: DataSplits, config: RunConfig) -> int:
     """N: the number of training samples the runs use (after max_train_samples)."""
     n = len(data.x_train)
     return min(n, config.max_train_samples) if config.max_train_samples else n
@@ -139,7 +139,7 @@ def image_grid(images: np.ndarray) -> np.ndarray:
     return images.transpose(0, 2, 1, 3, 4).reshape(rows * h, cols * w, c)
 
 
-def trained_model(config: RunConfig, data: Dataset, runtime: RuntimeConfig):
+def trained_model(config: RunConfig, data: DataSplits, runtime: RuntimeConfig):
     """The model that `sweep` trained (and saved) for ``config``, loaded for inference."""
     return load_model(
         run_dir_of(config, data.name, runtime) / "model.keras",
@@ -164,7 +164,7 @@ def load_model(path: str | Path, remedy: str):
     return model
 
 
-def test_split(config: RunConfig, data: Dataset) -> tuple[np.ndarray, np.ndarray]:
+def test_split(config: RunConfig, data: DataSplits) -> tuple[np.ndarray, np.ndarray]:
     """The test inputs and labels a run of ``config`` was evaluated on (its max_test_samples subset)."""
     inputs = model_inputs(subsets(data, config), config)
     return inputs.x_test, inputs.y_test

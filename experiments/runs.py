@@ -8,20 +8,20 @@ from pathlib import Path
 from typing import Any
 
 from dcgmm_tf.config import RunConfig, RuntimeConfig
-from dcgmm_tf.data import Dataset
+from dcgmm_tf.data import DataSplits
 from dcgmm_tf.evaluation import RunResult, train_and_evaluate
 from dcgmm_tf.prepared import run_dir_of
 from experiments import results
 
 
-def identity(config: RunConfig, data: Dataset) -> dict[str, Any]:
+def identity(config: RunConfig, data: DataSplits) -> dict[str, Any]:
     """The columns that identify a finished run in a results CSV: data set, method, seed and configuration key."""
     return {"dataset": data.name, "method": config.method, "seed": config.seed, "config": config.key()}
 
 
 def run_once(
     config: RunConfig,
-    data: Dataset,
+    data: DataSplits,
     runtime: RuntimeConfig,
     csv_path: str | Path,
     extra: dict[str, Any] | None = None,
@@ -42,7 +42,7 @@ def run_once(
     return row
 
 
-def plot_run(result: RunResult, data: Dataset, run_dir: Path) -> None:
+def plot_run(result: RunResult, data: DataSplits, run_dir: Path) -> None:
     """``history.png`` (each loss term and the test ACC/NMI/ARI by epoch) and ``confusion.png`` (the test
     confusion matrix after the Hungarian matching, with the data set's class names) in ``run_dir``."""
     import pandas as pd

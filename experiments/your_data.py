@@ -136,15 +136,15 @@ def scale(seeds: list[int]) -> list[dict]:
 def _fashion_embedding(seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The runner's pretrained Fashion-MNIST embedding of the training split (from its cache), with the earlier
     defaults' 10 pretraining epochs with which docs/your-data.md's numbers were measured."""
-    from dcgmm_tf import training
+    from dcgmm_tf import starting
     from dcgmm_tf.config import RunConfig
     from dcgmm_tf.data import load_dataset
     from dcgmm_tf.prepared import prepare_run
 
     config = RunConfig.protocol("earlier", seed=seed)
     run = prepare_run(config, load_dataset("fashion"))
-    model = training.pretrained_model(
-        lambda s: training.make_model(config, run.inputs.x_train.shape[1:], run.data.likelihood, run.num_clusters, s),
+    model = starting.pretrained_model(
+        lambda s: starting.make_model(config, run.inputs.x_train.shape[1:], run.data.likelihood, run.num_clusters, s),
         run.inputs.x_train,
         seed=seed,
         epochs=config.pretrain_epochs,
@@ -157,14 +157,14 @@ def _fashion_embedding(seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _estimator_embedding(x: np.ndarray, seed: int, likelihood: str) -> np.ndarray:
     """The embedding after the estimator's own pretraining of ``x`` (its scaling and schedule)."""
-    from dcgmm_tf import training
+    from dcgmm_tf import starting
     from dcgmm_tf.estimator import fit_schedule, input_scaling
     from dcgmm_tf.model import DCGMM
 
     offset, scale = input_scaling(x, likelihood)
     x = ((x - offset) / scale).astype(np.float32)
     schedule = fit_schedule(len(x))
-    model = training.pretrained_model(
+    model = starting.pretrained_model(
         lambda s: DCGMM(x.shape[1:], num_clusters=2, likelihood=likelihood, seed=s),
         x,
         seed=seed,

@@ -183,9 +183,10 @@ def test_sdec_pair_gradient_reaches_the_encoder_and_constraints_help():
         model = SDEC(autoencoder.encoder, 2, pair_weight=0.1)
         model.compile(optimizer=keras.optimizers.Adam(3e-3))
         model.initialize_centers(x)
-        history = model.fit_clusters(x, given, epochs=10, batch_size=64, tol=0.0)
+        # 20 epochs: with 10, ACC > 0.8 held for two of five batch orders (0.74-0.87); with 20, 0.98-0.99 for all.
+        history = model.fit_clusters(x, given, epochs=20, batch_size=64, tol=0.0)
         results[name] = model.predict(x, verbose=0).argmax(1)
-        assert len(history) == 10 and (history[0]["pairwise"] != 0) == (name == "constrained")
+        assert len(history) == 20 and (history[0]["pairwise"] != 0) == (name == "constrained")
     assert metrics.cluster_accuracy(y, results["plain"]) < 0.7
     assert metrics.cluster_accuracy(y, results["constrained"]) > 0.8
     assert np.mean(constraints.satisfied(results["constrained"])) > np.mean(constraints.satisfied(results["plain"]))
@@ -231,10 +232,9 @@ def test_dec_batches_are_the_pydataset_batches_keras_made_before():
 
     x = np.arange(50, dtype=np.float32)[:, None] * np.ones((1, 3), np.float32)
     pairs = {"x_i": np.arange(100, 107, dtype=np.float32), "sign": np.ones(7, np.float32)}
-    random.seed(4)
     got = [
         {k: v.numpy() for k, v in b.items()}
-        for b in dec.shuffled_batches({"x": x}, 16, np.random.default_rng(1), extra=pairs)
+        for b in dec.shuffled_batches({"x": x}, 16, np.random.default_rng(1), random.Random(4), extra=pairs)
     ]
     rng = np.random.default_rng(1)
     order, extra = rng.permutation(50), np.concatenate([rng.permutation(7) for _ in range(2)])

@@ -193,11 +193,11 @@ def test_damaged_history_lines_are_dropped_on_resume(tmp_path, caplog):
 @pytest.mark.parametrize("kind", [*KINDS, "other model"])
 def test_damaged_saved_model_is_refused_with_what_to_do(tmp_path, kind):
     from dcgmm_tf.config import RunConfig, RuntimeConfig
-    from dcgmm_tf.data import Dataset
+    from dcgmm_tf.data import DataSplits
     from experiments import fig_common
 
     x, y = toy_data(40)
-    data = Dataset(x, y, x, y, name="toy", likelihood="bernoulli")
+    data = DataSplits(x, y, x, y, name="toy", likelihood="bernoulli")
     config, runtime = RunConfig(), RuntimeConfig(output_dir=str(tmp_path))
     path = tmp_path / "runs" / "dcgmm-toy-seed0" / "model.keras"
     write_atomically(path, small_model(hidden=(32,)).save, checksum=True)
@@ -283,11 +283,11 @@ def test_damaged_data_files_are_named_in_a_value_error(tmp_path, name, relative)
 
 def test_a_valid_table_of_another_kind_is_refused_before_training(tmp_path):
     from dcgmm_tf.config import RunConfig, RuntimeConfig
-    from dcgmm_tf.data import Dataset
+    from dcgmm_tf.data import DataSplits
     from experiments import runs
 
     x, y = toy_data(40)
-    data = Dataset(x, y, x, y, name="toy", likelihood="bernoulli")
+    data = DataSplits(x, y, x, y, name="toy", likelihood="bernoulli")
     path = tmp_path / "results.csv"
     path.write_text("dataset,method,runs,acc_mean\ntoy,dcgmm,3,0.5\n")  # a summary.csv copied over results.csv
     with pytest.raises(ValueError, match=r"has no column\(s\) \['seed'\]: it is not a results file"):

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dcgmm_tf.data import Dataset, load_dataset, mnist, paths, read_idx, registry, reuters, stl10, utkface
+from dcgmm_tf.data import DataSplits, load_dataset, mnist, paths, read_idx, registry, reuters, stl10, utkface
 from dcgmm_tf.data.mnist import search_paths
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "dcgmm_tf"
@@ -266,7 +266,7 @@ def test_registry(tmp_path, monkeypatch):
 
     def toy(data_dir, *, download, image_size):
         calls.append((data_dir, download, image_size))
-        return Dataset(x, y, x, y, "toy", "gaussian")
+        return DataSplits(x, y, x, y, "toy", "gaussian")
 
     registry.register("toy", toy)
     assert "toy" in registry.names()
@@ -336,14 +336,14 @@ def test_npz_missing(tmp_path):
 def test_dataset_validation():
     x, y = np.zeros((3, 2), np.float32), np.zeros(3, np.int64)
     with pytest.raises(ValueError, match="float32"):
-        Dataset(x.astype(np.float64), y, x, y, "d", "bernoulli")
+        DataSplits(x.astype(np.float64), y, x, y, "d", "bernoulli")
     with pytest.raises(ValueError, match="int64"):
-        Dataset(x, y[:2], x, y, "d", "bernoulli")
+        DataSplits(x, y[:2], x, y, "d", "bernoulli")
     with pytest.raises(ValueError, match="features"):
-        Dataset(x, y, x[:, :1], y, "d", "bernoulli")
+        DataSplits(x, y, x[:, :1], y, "d", "bernoulli")
     with pytest.raises(ValueError, match="likelihood"):
-        Dataset(x, y, x, y, "d", "poisson")
-    assert Dataset(x, y, x, y + 2, "d", "gaussian").num_classes == 2
+        DataSplits(x, y, x, y, "d", "poisson")
+    assert DataSplits(x, y, x, y + 2, "d", "gaussian").num_classes == 2
 
 
 # ------------------------------------------------------- import graph ---
@@ -423,7 +423,7 @@ def test_import_graph_checker_finds_function_level_and_relative_cycles(tmp_path)
 def test_data_package_has_no_import_cycle():
     graph = import_graph(PACKAGE_ROOT)
     data = {name for name in graph if name.startswith("dcgmm_tf.data.")}
-    assert {"dcgmm_tf.data.dataset", "dcgmm_tf.data.paths", "dcgmm_tf.data.registry"} <= data
+    assert {"dcgmm_tf.data.splits", "dcgmm_tf.data.paths", "dcgmm_tf.data.registry"} <= data
     assert "dcgmm_tf.data.reuters" in graph["dcgmm_tf.data.registry"]
     assert "dcgmm_tf.data.registry" in graph["dcgmm_tf.data.datasets"]
     assert [name for name in data if "dcgmm_tf.data.datasets" in graph[name]] == []  # only __init__ imports it

@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 from scipy import sparse
 
-from dcgmm_tf.data import Dataset, image_folder, load_dataset, reuters, stl10, utkface
+from dcgmm_tf.data import DataSplits, image_folder, load_dataset, reuters, stl10, utkface
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -272,9 +272,9 @@ def test_image_folder_errors(tmp_path):
 def test_dataset_images_and_image_shape_validation():
     x = np.arange(24, dtype=np.float32).reshape(2, 12)
     y = np.zeros(2, np.int64)
-    data = Dataset(x, y, x, y, name="t", likelihood="gaussian", image_shape=(2, 2, 3))
+    data = DataSplits(x, y, x, y, name="t", likelihood="gaussian", image_shape=(2, 2, 3))
     np.testing.assert_array_equal(data.images(x)[1, 1, 0], [18, 19, 20])
     with pytest.raises(ValueError, match="H\\*W\\*C"):
-        Dataset(x, y, x, y, name="t", likelihood="gaussian", image_shape=(2, 2, 2))
+        DataSplits(x, y, x, y, name="t", likelihood="gaussian", image_shape=(2, 2, 2))
     with pytest.raises(ValueError, match="not images"):
-        Dataset(x, y, x, y, name="t", likelihood="gaussian").images(x)
+        DataSplits(x, y, x, y, name="t", likelihood="gaussian").images(x)

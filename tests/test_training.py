@@ -229,3 +229,21 @@ def test_num_clusters_zero_chooses_k_from_the_pairs(toy):
     assert RunConfig.protocol("earlier").key() == "d4205854d9e9"
     with pytest.raises(ValueError, match="num_clusters=0 .chosen from the pairs. applies to dcgmm or vade only"):
         RunConfig(method="pckmeans", num_clusters=0)
+
+
+def test_a_run_checks_its_training_data_once(toy, monkeypatch):
+    """prepare_run checks x_train; the pretraining, the start and the fit take it as checked."""
+    from dcgmm_tf import validation
+
+    config, runtime = toy
+    data = load_dataset(config.dataset)
+    checked = []
+    check_data = validation.check_data
+
+    def counting(x, *args, **kwargs):
+        checked.append(len(x))
+        return check_data(x, *args, **kwargs)
+
+    monkeypatch.setattr(validation, "check_data", counting)
+    training.train(config, data, prepared.make_constraints(config, data.y_train), runtime=runtime)
+    assert checked.count(len(data.x_train)) == 1

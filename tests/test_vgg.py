@@ -4,9 +4,9 @@ import keras
 import numpy as np
 import pytest
 
-from dcgmm_tf import DCGMM, ConstraintSet, prepared, training
+from dcgmm_tf import DCGMM, ConstraintSet, prepared, starting
 from dcgmm_tf.config import RunConfig
-from dcgmm_tf.data import Dataset, constrained_dataset
+from dcgmm_tf.data import DataSplits, constrained_dataset
 from dcgmm_tf.networks import MLPEncoder, VGGDecoder, VGGEncoder
 
 
@@ -67,15 +67,15 @@ def test_keras_round_trip_and_tiny_fit(tmp_path):
 def test_config_selects_vgg_networks_and_image_inputs():
     x = np.random.default_rng(0).random((10, 64)).astype(np.float32)
     y = np.arange(10) % 2
-    data = Dataset(x, y, x[:4], y[:4], name="t", likelihood="bernoulli", image_shape=(8, 8, 1))
+    data = DataSplits(x, y, x[:4], y[:4], name="t", likelihood="bernoulli", image_shape=(8, 8, 1))
     config = RunConfig(architecture="vgg", vgg_filters=(4, 8), latent_dim=3, max_train_samples=6, num_constraints=5)
     run = prepared.prepare_run(config, data, num_clusters=2)
     x_train, y_train, x_test, _ = run.inputs
     assert x_train.shape == (6, 8, 8, 1) and x_test.shape == (4, 8, 8, 1) and y_train.shape == (6,)
     assert len(run.train_indices) == 6 and np.array_equal(run.data.x_train, x[run.train_indices])
-    model = training.make_model(config, x_train.shape[1:], data.likelihood, 2, seed=0)
+    model = starting.make_model(config, x_train.shape[1:], data.likelihood, 2, seed=0)
     assert isinstance(model.encoder, VGGEncoder) and model.encoder.filters == (4, 8)
     assert model.decoder.image_shape == (8, 8, 1) and model.latent_dim == 3
     mlp = RunConfig(latent_dim=3)
-    assert isinstance(training.make_model(mlp, (64,), data.likelihood, 2, seed=0).encoder, MLPEncoder)
+    assert isinstance(starting.make_model(mlp, (64,), data.likelihood, 2, seed=0).encoder, MLPEncoder)
     assert prepared.model_inputs(prepared.subsets(data, mlp), mlp).x_train.shape == (10, 64)

@@ -105,15 +105,19 @@ class ClusteringLayer(keras.layers.Layer):
 
 
 def shuffled_batches(
-    arrays: dict[str, np.ndarray], batch_size: int, rng: np.random.Generator, extra: dict[str, np.ndarray] | None = None
+    arrays: dict[str, np.ndarray],
+    batch_size: int,
+    rng: np.random.Generator,
+    batch_order: random.Random,
+    extra: dict[str, np.ndarray] | None = None,
 ) -> tf.data.Dataset:
     """One epoch of shuffled mini-batches of a dict of equally long arrays, optionally zipped with a cycled second
     dict, as a tf.data graph (Python once per epoch: the orders; the rows are gathered by TensorFlow ops).
 
     The rows of batch ``b`` are ``order[b * batch_size:(b + 1) * batch_size]`` for ``order = rng.permutation(n)``
     (the extra dict's rows: consecutive chunks of its cycled permutations), and the batches come in an order
-    shuffled by Python's ``random`` module: the batches, in the order, that Keras made of these arrays as a
-    ``PyDataset`` before (``fit``'s ``shuffle``), so the baselines' results stay what they were.
+    shuffled by ``batch_order`` (Python's ``random``): the batches, in the order, that Keras made of these arrays
+    as a ``PyDataset`` before (``fit``'s ``shuffle``), so the baselines' results stay what they were.
     """
     n = len(next(iter(arrays.values())))
     order = rng.permutation(n)
@@ -126,7 +130,7 @@ def shuffled_batches(
         extra_order = np.concatenate([rng.permutation(size) for _ in range(reps)])
         parts.append((extra, [extra_order[b * extra_batch : (b + 1) * extra_batch] for b in range(num_batches)]))
     sequence = list(range(num_batches))
-    random.shuffle(sequence)
+    batch_order.shuffle(sequence)
     slices, gathers = {}, []
     for number, (source, rows) in enumerate(parts):
         lengths = np.array([len(rows[b]) for b in sequence], np.int64)
@@ -191,7 +195,13 @@ class DECModel(keras.Model):
         return kmeans.labels_
 
     def train_epoch(
-        self, x: np.ndarray, p: np.ndarray, constraints: ConstraintSet, batch_size: int, rng: np.random.Generator
+        self,
+        x: np.ndarray,
+        p: np.ndarray,
+        constraints: ConstraintSet,
+        batch_size: int,
+        rng: np.random.Generator,
+        batch_order: random.Random,
     ) -> dict[str, float]:
         raise NotImplementedError
 
@@ -204,12 +214,16 @@ class DECModel(keras.Model):
         tol: float = 1e-3,
         seed: int = 0,
         callback: Callable[[int, dict], None] | None = None,
+        batch_order: random.Random | None = None,
     ) -> list[dict]:
         """Alternate target refreshes and training epochs until ``tol`` or ``epochs``; returns one log per epoch.
 
-        ``callback(epoch, log)``, if given, runs after each epoch (e.g. to evaluate on a test split).
+        The samples of each batch follow ``seed``; the order of the batches follows ``batch_order`` (default:
+        ``random.Random(seed)``). ``callback(epoch, log)``, if given, runs after each epoch (e.g. to evaluate on a
+        test split).
         """
         rng = np.random.default_rng(seed)
+        batch_order = random.Random(seed) if batch_order is None else batch_order
         history, previous = [], None
         for epoch in range(1, epochs + 1):
             q = self.predict(x, batch_size=1024, verbose=0)
@@ -223,7 +237,7 @@ class DECModel(keras.Model):
                 "epoch": epoch,
                 "changed": changed,
                 "stopped": False,
-                **self.train_epoch(x, target_distribution(q), constraints, batch_size, rng),
+                **self.train_epoch(x, target_distribution(q), constraints, batch_size, rng, batch_order),
             }
             if callback is not None:
                 callback(epoch, log)
@@ -258,10 +272,13 @@ class SDEC(DECModel):
             loss = kl + self.pair_weight * pairwise
         return self._apply(tape, loss, {"loss": loss, "cluster_kl": kl, "pairwise": pairwise})
 
-    def train_epoch(self, x, p, constraints, batch_size, rng):
+    def train_epoch(self, x, p, constraints, batch_size, rng, batch_order):
         pairs = pair_arrays(x, constraints) if len(constraints) else None
         history = self.fit(
-            shuffled_batches({"x": x, "p": p}, batch_size, rng, extra=pairs), epochs=1, verbose=0, shuffle=False
+            shuffled_batches({"x": x, "p": p}, batch_size, rng, batch_order, extra=pairs),
+            epochs=1,
+            verbose=0,
+            shuffle=False,
         )
         return {name: values[-1] for name, values in history.history.items()}
 
@@ -307,13 +324,17 @@ class CIDEC(DECModel):
                 loss, values = self.cl_penalty * pair, {"cannot_link": pair}
         return self._apply(tape, loss, {"loss": loss, **values})
 
-    def train_epoch(self, x, p, constraints, batch_size, rng):
-        history = self.fit(shuffled_batches({"x": x, "p": p}, batch_size, rng), epochs=1, verbose=0, shuffle=False)
+    def train_epoch(self, x, p, constraints, batch_size, rng, batch_order):
+        history = self.fit(
+            shuffled_batches({"x": x, "p": p}, batch_size, rng, batch_order), epochs=1, verbose=0, shuffle=False
+        )
         log = {name: values[-1] for name, values in history.history.items() if name != "loss"}
         for kind, mask in (("ml", constraints.must_link_mask), ("cl", constraints.cannot_link_mask)):
             if mask.any():
                 pairs = {f"{kind}_i": x[constraints.i[mask]], f"{kind}_j": x[constraints.j[mask]]}
-                history = self.fit(shuffled_batches(pairs, batch_size, rng), epochs=1, verbose=0, shuffle=False)
+                history = self.fit(
+                    shuffled_batches(pairs, batch_size, rng, batch_order), epochs=1, verbose=0, shuffle=False
+                )
                 name = "must_link" if kind == "ml" else "cannot_link"
                 log[name] = history.history[name][-1]
         return log

@@ -13,6 +13,7 @@ from dcgmm_tf.baselines.layerwise import StackedAutoencoder, pretrain_layerwise
 from dcgmm_tf.baselines.pckmeans import PCKMeans
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.prepared import PreparedRun
+from dcgmm_tf.process_state import process_seeds, python_generator
 from dcgmm_tf.storage import settings_hash
 from dcgmm_tf.trainer_base import TrainedModel, cache_note, cache_path, predict_clusters
 
@@ -33,9 +34,14 @@ def train_pckmeans(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) 
 def train_dec(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> TrainedModel:
     """SDEC or C-IDEC (``config.method``): layer-wise pretraining of the stacked autoencoder (cached per seed, so
     both share it), k-means centres, then the clustering epochs; ``start_acc`` is the test ACC of the k-means."""
+    with process_seeds(config.seed):  # Keras' default initializers draw from the process's seeds
+        return _train_dec(config, run, runtime)
+
+
+def _train_dec(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> TrainedModel:
+    """:func:`train_dec` inside its :func:`dcgmm_tf.process_state.process_seeds`."""
     data, constraints, num_clusters, run_dir = run.data, run.constraints, run.num_clusters, run.run_dir
     x_train, x_test, y_test, seed = data.x_train, data.x_test, data.y_test, config.seed
-    keras.utils.set_random_seed(seed)  # Keras' default initializer seeds and the batch order of DEC's fit
     autoencoder = StackedAutoencoder(x_train.shape[-1], config.latent_dim, name="autoencoder")
     settings = {
         "model": autoencoder.get_config(),
@@ -90,6 +96,7 @@ def train_dec(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> Tr
             tol=config.dec_tol,
             seed=seed,
             callback=evaluate,
+            batch_order=python_generator(),  # the stream after the initializers' draws, as before
         )
     )
     if run_dir is not None:

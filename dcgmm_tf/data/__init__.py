@@ -1,13 +1,13 @@
 """Data sets and tf.data pipelines.
 
-Modules: `dataset` (the `Dataset` type), `paths` (where files are searched), `registry` (named data sets and
+Modules: `dataset` (the `DataSplits` type), `paths` (where files are searched), `registry` (named data sets and
 their loaders `mnist`, `reuters`, `stl10`, `utkface`), `npz` and `image_folder` (your own data), `datasets`
 (`load_dataset`), `splits` and `pipeline`. Loaders import `dataset`, `paths` and `splits`, never `datasets`.
 """
 
-from dcgmm_tf.data.dataset import Dataset
+from dcgmm_tf.data.dataset import DataSplits
 from dcgmm_tf.data.datasets import load_dataset
 from dcgmm_tf.data.mnist import read_idx
 from dcgmm_tf.data.pipeline import constrained_dataset, epoch_batches
 
-__all__ = ["Dataset", "constrained_dataset", "epoch_batches", "load_dataset", "read_idx"]
+__all__ = ["DataSplits", "constrained_dataset", "epoch_batches", "load_dataset", "read_idx"]

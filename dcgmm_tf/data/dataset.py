@@ -1,4 +1,4 @@
-"""The `Dataset` type every loader returns: flat features and integer labels, split into train and test."""
+"""The `DataSplits` type every loader returns: flat features and integer labels, split into train and test."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dcgmm_tf.losses import LIKELIHOODS
 
 
 @dataclasses.dataclass(frozen=True)
-class Dataset:
+class DataSplits:
     """A train/test split of flat features and integer labels.
 
     Attributes:
@@ -18,7 +18,7 @@ class Dataset:
       y_train: int64 array of shape `(N,)`.
       x_test: float32 array of shape `(N_test, M)`.
       y_test: int64 array of shape `(N_test,)`.
-      name: Dataset name.
+      name: DataSplits name.
       likelihood: `"bernoulli"` for data in `[0, 1]`, else `"gaussian"`.
       image_shape: `(H, W, C)` of each sample when the features are a
         flattened image (see `images`), else None.

@@ -6,11 +6,11 @@ import os
 from pathlib import Path
 
 from dcgmm_tf.data import registry
-from dcgmm_tf.data.dataset import Dataset
+from dcgmm_tf.data.dataset import DataSplits
 from dcgmm_tf.data.image_folder import load_image_folder
 from dcgmm_tf.data.npz import load_npz
 
-__all__ = ["Dataset", "load_dataset"]  # Dataset is re-exported for callers that import it from here
+__all__ = ["DataSplits", "load_dataset"]  # DataSplits is re-exported for callers that import it from here
 
 
 def load_dataset(
@@ -19,7 +19,7 @@ def load_dataset(
     *,
     download: bool = True,
     image_size: int = 64,
-) -> Dataset:
+) -> DataSplits:
     """Loads a dataset by name, or from a `.npz` file, a folder of class sub-folders of images or a CSV.
 
     The names are those of `registry.names()`: `"fashion"` (`"fashion_mnist"`) and `"mnist"`

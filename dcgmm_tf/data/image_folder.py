@@ -1,4 +1,4 @@
-"""Your own images as a `Dataset`: a folder with one sub-folder per class, or a CSV of `file,label`.
+"""Your own images as a `DataSplits`: a folder with one sub-folder per class, or a CSV of `file,label`.
 
 This is how to bring data like the paper's (private) heart-echo frames: crop the frames, put them in
 `frames/<view>/*.png` (or list them in a CSV), and pass the folder or CSV as `--dataset`. Images are
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dcgmm_tf.data.dataset import Dataset
+from dcgmm_tf.data.dataset import DataSplits
 from dcgmm_tf.data.splits import random_split
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp")
@@ -63,11 +63,11 @@ def split_images(
     test_fraction: float = 0.2,
     seed: int = 0,
     class_names: Sequence[str] | None = None,
-) -> Dataset:
-    """A `Dataset` of uint8 images `(N, H, W, C)` scaled to [0, 1], with a seeded random train/test split."""
+) -> DataSplits:
+    """A `DataSplits` of uint8 images `(N, H, W, C)` scaled to [0, 1], with a seeded random train/test split."""
     flat = (images.reshape(len(images), -1) / np.float32(255)).astype(np.float32)
     splits = random_split(flat, np.asarray(labels, np.int64), test_fraction, seed)
-    return Dataset(
+    return DataSplits(
         *splits,
         name=name,
         likelihood="bernoulli",
@@ -122,8 +122,8 @@ def load_image_folder(
     channels: int | None = None,
     test_fraction: float = 0.2,
     seed: int = 0,
-) -> Dataset:
-    """Load a folder of class sub-folders, or a `file,label` CSV, as a `Dataset` of flattened images.
+) -> DataSplits:
+    """Load a folder of class sub-folders, or a `file,label` CSV, as a `DataSplits` of flattened images.
 
     Raises:
       FileNotFoundError: If `path` or a listed file does not exist.

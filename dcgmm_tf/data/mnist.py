@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from dcgmm_tf.data import paths
-from dcgmm_tf.data.dataset import Dataset
+from dcgmm_tf.data.dataset import DataSplits
 
 # Canonical dataset name -> sub-folder used by Debian and Keras.
 _SUBFOLDERS = {"fashion_mnist": "fashion-mnist", "mnist": "mnist"}
@@ -117,7 +117,7 @@ def _find_idx_files(directory: Path) -> list[Path] | None:
     return found
 
 
-def _from_idx(files: list[Path], name: str) -> Dataset:
+def _from_idx(files: list[Path], name: str) -> DataSplits:
     x_train, y_train, x_test, y_test = (read_idx(f) for f in files)
     return _make_image_dataset((x_train, y_train), (x_test, y_test), name, [str(f) for f in files])
 
@@ -127,8 +127,8 @@ def _make_image_dataset(
     test: tuple[np.ndarray, np.ndarray],
     name: str,
     sources: list[str],
-) -> Dataset:
-    """Builds a Dataset from uint8 images and labels, scaling to [0, 1]."""
+) -> DataSplits:
+    """Builds a DataSplits from uint8 images and labels, scaling to [0, 1]."""
     image_shape = train[0].shape[1:] + ((1,) if train[0].ndim == 3 else ())
     arrays = {}
     for split, (x, y), (x_source, y_source) in (
@@ -143,7 +143,7 @@ def _make_image_dataset(
             )
         arrays[f"x_{split}"] = (x.reshape(len(x), -1) / np.float32(255)).astype(np.float32)
         arrays[f"y_{split}"] = y.astype(np.int64)
-    return Dataset(
+    return DataSplits(
         **arrays,
         name=name,
         likelihood="bernoulli",
@@ -159,7 +159,7 @@ def _download(name: str) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
     return getattr(keras.datasets, name).load_data()
 
 
-def load_mnist(name: str, data_dir: str | os.PathLike | None = None, *, download: bool = True) -> Dataset:
+def load_mnist(name: str, data_dir: str | os.PathLike | None = None, *, download: bool = True) -> DataSplits:
     """MNIST or Fashion-MNIST (`name` is one of their aliases) as 784 features in `[0, 1]`, Bernoulli likelihood.
 
     Reads the four IDX files (plain or `.gz`) in the first directory of `search_paths(name, data_dir)` holding

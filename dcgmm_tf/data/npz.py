@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dcgmm_tf.data.dataset import Dataset
+from dcgmm_tf.data.dataset import DataSplits
 
 
 def read_arrays(path: Path, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
@@ -29,7 +29,7 @@ def read_arrays(path: Path, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
     return arrays
 
 
-def load_npz(path: str | os.PathLike) -> Dataset:
+def load_npz(path: str | os.PathLike) -> DataSplits:
     """Loads and validates a user dataset stored as a .npz file.
 
     The file must hold `x_train`, `y_train`, `x_test`, `y_test`; features of any shape are flattened per
@@ -71,7 +71,7 @@ def load_npz(path: str | os.PathLike) -> Dataset:
             f"sample but x_test has {arrays['x_test'].shape[1]}."
         )
     in_unit_range = all(arrays[k].min() >= 0 and arrays[k].max() <= 1 for k in ("x_train", "x_test"))
-    return Dataset(
+    return DataSplits(
         **arrays,
         name=path.stem,
         likelihood="bernoulli" if in_unit_range else "gaussian",

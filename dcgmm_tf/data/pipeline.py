@@ -239,6 +239,19 @@ def constrained_dataset(
     each batch's samples and W block are made by TensorFlow ops in the input graph (:func:`batch_elements`).
     """
     x, constraints, steps = checked_inputs(x, constraints, batch_size, layout)
+    return epoch_dataset(x, constraints, steps, batch_size, seed, layout, initial_epoch)
+
+
+def epoch_dataset(
+    x: np.ndarray,
+    constraints: ConstraintSet,
+    steps: int,
+    batch_size: int,
+    seed: int,
+    layout: str,
+    initial_epoch: int,
+) -> tf.data.Dataset:
+    """:func:`constrained_dataset` for inputs that :func:`checked_inputs` returned already (``steps`` batches)."""
     epoch = [initial_epoch]
 
     def one_epoch():

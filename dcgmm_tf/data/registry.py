@@ -10,7 +10,7 @@ import os
 from typing import Protocol
 
 from dcgmm_tf.data import digits, mnist, reuters, stl10, utkface
-from dcgmm_tf.data.dataset import Dataset
+from dcgmm_tf.data.dataset import DataSplits
 
 
 class Loader(Protocol):
@@ -20,7 +20,7 @@ class Loader(Protocol):
     what does not apply to its data set.
     """
 
-    def __call__(self, data_dir: str | os.PathLike | None, *, download: bool, image_size: int) -> Dataset: ...
+    def __call__(self, data_dir: str | os.PathLike | None, *, download: bool, image_size: int) -> DataSplits: ...
 
 
 _LOADERS: dict[str, Loader] = {}

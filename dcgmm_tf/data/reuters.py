@@ -16,7 +16,7 @@ import numpy as np
 from scipy import sparse
 
 from dcgmm_tf.data import paths
-from dcgmm_tf.data.dataset import Dataset
+from dcgmm_tf.data.dataset import DataSplits
 from dcgmm_tf.data.splits import random_split
 from dcgmm_tf.storage import write_atomically
 
@@ -107,8 +107,8 @@ def _fetch_and_save(target: Path, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def load_reuters(data_dir: str | os.PathLike | None = None, *, download: bool = True, seed: int = 0) -> Dataset:
-    """Reuters-10k as a `Dataset` with a Gaussian likelihood.
+def load_reuters(data_dir: str | os.PathLike | None = None, *, download: bool = True, seed: int = 0) -> DataSplits:
+    """Reuters-10k as a `DataSplits` with a Gaussian likelihood.
 
     The DC-GMM train/test files are used as they are; the single DEC/VaDE file gets a seeded 80/20 split.
 
@@ -139,5 +139,5 @@ def load_reuters(data_dir: str | os.PathLike | None = None, *, download: bool = 
     )
 
 
-def _dataset(x_train, y_train, x_test, y_test) -> Dataset:
-    return Dataset(x_train, y_train, x_test, y_test, name="reuters", likelihood="gaussian", class_names=CATEGORIES)
+def _dataset(x_train, y_train, x_test, y_test) -> DataSplits:
+    return DataSplits(x_train, y_train, x_test, y_test, name="reuters", likelihood="gaussian", class_names=CATEGORIES)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from dcgmm_tf.data import paths
-from dcgmm_tf.data.dataset import Dataset
+from dcgmm_tf.data.dataset import DataSplits
 from dcgmm_tf.data.npz import read_arrays
 from dcgmm_tf.data.splits import random_split
 
@@ -98,8 +98,8 @@ def extract_features(
     return np.concatenate(features).astype(np.float32)
 
 
-def load_stl10(data_dir: str | os.PathLike | None = None, *, seed: int = 0) -> Dataset:
-    """The saved ResNet-50 features as a `Dataset` (Gaussian likelihood), split 80/20 with `seed`.
+def load_stl10(data_dir: str | os.PathLike | None = None, *, seed: int = 0) -> DataSplits:
+    """The saved ResNet-50 features as a `DataSplits` (Gaussian likelihood), split 80/20 with `seed`.
 
     Raises:
       FileNotFoundError: If no features file is found (the message says how to make one).
@@ -121,4 +121,4 @@ def load_stl10(data_dir: str | os.PathLike | None = None, *, seed: int = 0) -> D
     if y.dtype.kind not in "iu" or y.min() < 0 or y.max() > 9:
         raise ValueError(f"{path}: 'labels' must be integers in 0..9")
     splits = random_split(x.astype(np.float32), y.astype(np.int64), TEST_FRACTION, seed)
-    return Dataset(*splits, name="stl10", likelihood="gaussian", class_names=CLASS_NAMES)
+    return DataSplits(*splits, name="stl10", likelihood="gaussian", class_names=CLASS_NAMES)

@@ -22,7 +22,7 @@ import numpy as np
 from absl import logging
 
 from dcgmm_tf.data import paths
-from dcgmm_tf.data.dataset import Dataset
+from dcgmm_tf.data.dataset import DataSplits
 from dcgmm_tf.data.image_folder import read_images, split_images
 
 RACES = ("White", "Black", "Asian", "Indian", "Others")
@@ -79,7 +79,7 @@ def find_folder(data_dir: str | os.PathLike | None = None) -> tuple[Path | None,
 
 def load_utkface(
     task: str = "gender", data_dir: str | os.PathLike | None = None, *, image_size: int = 64, seed: int = 0
-) -> Dataset:
+) -> DataSplits:
     """UTKFace for `task` ("gender" or "ethnicity") as RGB images in [0, 1] with a seeded 80/20 split.
 
     Raises:

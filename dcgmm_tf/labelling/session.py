@@ -28,14 +28,15 @@ from dcgmm_tf import active, metrics
 from dcgmm_tf.active_loop import ActiveSchedule, round_pairs, train_round, trained_start
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.constraints import ConstraintSet, default_alpha, random_pairs
-from dcgmm_tf.data import Dataset
+from dcgmm_tf.data import DataSplits
 from dcgmm_tf.labelling.answers import AnswerBook
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.prepared import prepare_run
 from dcgmm_tf.pretraining import load_cached_weights, save_cached_weights
+from dcgmm_tf.process_state import precision_policy
+from dcgmm_tf.starting import make_model
 from dcgmm_tf.storage import write_atomically
 from dcgmm_tf.trainer_base import predict_clusters
-from dcgmm_tf.training import make_model, precision_policy
 
 
 @dataclasses.dataclass
@@ -77,7 +78,7 @@ class LabellingSession:
     def __init__(
         self,
         config: RunConfig,
-        data: Dataset,
+        data: DataSplits,
         folder: str | os.PathLike,
         schedule: ActiveSchedule = ActiveSchedule(),
         strategy: str = "anchor",

@@ -1,0 +1,137 @@
+"""The first half of DC-GMM's recipe: the model of a :class:`~dcgmm_tf.config.RunConfig`, its cached autoencoder
+pretraining and the start of its mixture (with K chosen from the pairs where the config asks for it).
+
+:mod:`dcgmm_tf.training` then fits the started model; the estimator and the active loop call these functions too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from dcgmm_tf.cluster_count import choose_num_clusters
+from dcgmm_tf.config import RunConfig, RuntimeConfig
+from dcgmm_tf.model import DCGMM
+from dcgmm_tf.networks import VGGDecoder, VGGEncoder
+from dcgmm_tf.prepared import PreparedRun
+from dcgmm_tf.pretraining import pretrain_checked, start_mixture
+from dcgmm_tf.process_state import process_seeds
+from dcgmm_tf.storage import array_hash, settings_hash
+from dcgmm_tf.trainer_base import cache_folder, cache_note
+
+
+def make_model(config: RunConfig, input_shape: tuple[int, ...], likelihood: str, num_clusters: int, seed: int) -> DCGMM:
+    """The DC-GMM model of ``config`` (the paper's MLP, or the VGG-like networks) for samples of ``input_shape``."""
+    networks = {}
+    if config.architecture == "vgg":
+        networks = {
+            "encoder": VGGEncoder(config.latent_dim, list(config.vgg_filters), name="encoder"),
+            "decoder": VGGDecoder(input_shape, list(config.vgg_filters), likelihood, name="decoder"),
+        }
+    return DCGMM(
+        input_shape,
+        num_clusters=num_clusters,
+        latent_dim=config.latent_dim,
+        likelihood=likelihood,
+        kl_estimator=config.kl_estimator,
+        seed=seed,
+        pair_loss=config.pair_loss,
+        **networks,
+    )
+
+
+def pretrained_model(
+    build: Callable[[int], DCGMM],
+    x: np.ndarray,
+    *,
+    seed: int,
+    epochs: int,
+    batch_size: int,
+    name: str,
+    cache_dir: Path | None,
+    verbose: int | str = 0,
+) -> DCGMM:
+    """The model ``build(seed)`` after its (cached) autoencoder pretraining on ``x`` (checked already).
+
+    The cache file in ``cache_dir`` (None: no cache) is named by ``name``, the seed and a hash of what the
+    weights depend on. The model is made and pretrained under :func:`dcgmm_tf.process_state.process_seeds` of ``seed``.
+    """
+    with process_seeds(seed):  # Keras' default initializers and tf.data's shuffle draw from the process's seeds
+        model = build(seed)
+        model_config = model.get_config()  # what the pretrained weights depend on:
+        settings = {k: model_config[k] for k in ("encoder", "decoder", "num_clusters", "min_variance", "seed")}
+        settings.update(pretrain_epochs=epochs, pretrain_batch_size=batch_size, data=array_hash(x))
+        file_name = f"pretrain-{name}-seed{seed}-{settings_hash(settings)}.weights.h5"
+        cache = None if cache_dir is None else cache_dir / file_name
+        cached = pretrain_checked(
+            model, x, epochs=epochs, batch_size=batch_size, seed=seed, cache_path=cache, verbose=verbose
+        )
+    logging.info("pretrained weights %s", cache_note(cached, cache))
+    return model
+
+
+def pretraining_seed(config: RunConfig) -> int:
+    """The seed of the pretraining: ``config.pretrain_seed``, or the run's seed when it is -1."""
+    return config.seed if config.pretrain_seed < 0 else config.pretrain_seed
+
+
+def with_chosen_clusters(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> PreparedRun:
+    """``run`` with K chosen from its pairs on the pretrained embedding (``config.num_clusters=0``).
+
+    The autoencoder is pretrained as for a 2-cluster model (cached like any pretraining), K is chosen in
+    :data:`dcgmm_tf.cluster_count.DEFAULT_CANDIDATES` by :func:`dcgmm_tf.cluster_count.choose_num_clusters`, and
+    the run then trains as one with ``num_clusters=K`` would.
+    """
+    model = pretrained_model(
+        functools.partial(make_model, config, run.inputs.x_train.shape[1:], run.data.likelihood, 2),
+        run.inputs.x_train,
+        seed=pretraining_seed(config),
+        epochs=config.pretrain_epochs,
+        batch_size=config.pretrain_batch_size,
+        name=run.data.name,
+        cache_dir=cache_folder(runtime),
+        verbose=runtime.verbose,
+    )
+    count = choose_num_clusters(model.embed(run.inputs.x_train), run.constraints, seed=config.seed)
+    logging.info("K chosen from the pairs: %d (%s)", count.num_clusters, count.criterion)
+    return dataclasses.replace(run, num_clusters=count.num_clusters)
+
+
+def started_model(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> DCGMM:
+    """The model of ``config`` after pretraining and the start of ``config.cluster_init`` on ``run``."""
+    seed = config.seed
+    pretrain_seed = pretraining_seed(config)
+    x_train, y_train = run.inputs.x_train, run.inputs.y_train
+    build = functools.partial(make_model, config, x_train.shape[1:], run.data.likelihood, run.num_clusters)
+    model = pretrained_model(
+        build,
+        x_train,
+        seed=pretrain_seed,
+        epochs=config.pretrain_epochs,
+        batch_size=config.pretrain_batch_size,
+        name=run.data.name,
+        cache_dir=cache_folder(runtime),
+        verbose=runtime.verbose,
+    )
+    start_mixture(
+        model,
+        x_train,
+        config.cluster_init,
+        run.constraints,
+        labels=y_train,
+        labels_per_class=config.init_labels_per_class,
+        num_components=config.init_components or None,
+        seed=seed,
+        gmm_seed=pretrain_seed,
+    )
+    if pretrain_seed != seed:  # the training itself (sampling, batches) follows the run's seed
+        pretrained = model
+        with process_seeds(seed):  # its initial weights are replaced; the caller's random state stays as it is
+            model = build(seed)
+        model.set_weights(pretrained.get_weights())
+    return model

@@ -1,0 +1,80 @@
+"""The library gives the caller's random state back, and its results depend on its seeds alone."""
+
+import random
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.eager import context as tf_context
+
+from dcgmm_tf import ConstraintSet
+from dcgmm_tf.baselines.dec import SDEC
+from dcgmm_tf.baselines.layerwise import StackedAutoencoder
+from dcgmm_tf.model import DCGMM
+from dcgmm_tf.process_state import process_seeds, python_generator
+from dcgmm_tf.starting import pretrained_model
+from tests.helpers import toy_data, weights_equal
+
+
+def caller_draws() -> tuple:
+    """The next draw of each global generator the caller may use (Python, NumPy, TensorFlow's global seed)."""
+    return random.random(), float(np.random.random()), float(tf.random.uniform(()))
+
+
+def set_caller_seeds(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    tf.random.set_seed(seed)
+
+
+def test_process_seeds_sets_the_seeds_inside_and_restores_the_callers_after():
+    set_caller_seeds(11)
+    expected = caller_draws()[:2]
+    set_caller_seeds(11)
+    with process_seeds(3):
+        inside = random.random(), float(np.random.random())
+        assert tf_context.global_seed() == 3
+        generator = python_generator()
+        assert generator.random() == random.random()  # continues the stream without advancing it
+    assert inside == (random.Random(3).random(), float(np.random.RandomState(3).random_sample()))
+    assert caller_draws()[:2] == expected and tf_context.global_seed() == 11
+    tf.random.set_seed(None)
+    with process_seeds(3):
+        pass
+    assert tf_context.global_seed() is None
+
+
+def test_pretrained_model_depends_on_its_seed_alone_and_leaves_the_callers_state():
+    x, _ = toy_data(200)
+
+    def build(seed: int) -> DCGMM:
+        return DCGMM(x.shape[1:], num_clusters=2, latent_dim=2, seed=seed)
+
+    weights = []
+    for caller_seed in (1, 2):
+        set_caller_seeds(caller_seed)
+        expected = caller_draws()
+        set_caller_seeds(caller_seed)
+        model = pretrained_model(build, x, seed=0, epochs=1, batch_size=32, name="toy", cache_dir=None)
+        weights.append(model.get_weights())
+        assert caller_draws()[:2] == expected[:2]
+    assert weights_equal(weights[0], weights[1])
+    other = pretrained_model(build, x, seed=1, epochs=1, batch_size=32, name="toy", cache_dir=None)
+    assert not weights_equal(other.get_weights(), weights[0])
+
+
+def test_dec_batch_order_is_explicit():
+    """DEC's fit takes its batch order from its seed (or the generator given), not from Python's global stream."""
+    x, y = toy_data(120)
+    constraints = ConstraintSet.from_labels(y, 20, seed=0)
+    losses = []
+    for caller_seed in (1, 2):
+        with process_seeds(0):
+            model = SDEC(StackedAutoencoder(x.shape[1], latent_dim=2, hidden_units=(8,)).encoder, 2)
+        model.compile(optimizer="sgd")
+        model.initialize_centers(x, seed=0)
+        random.seed(caller_seed)
+        state = random.getstate()
+        history = model.fit_clusters(x, constraints, epochs=2, batch_size=32, tol=0.0, seed=0)
+        assert random.getstate() == state
+        losses.append([log["loss"] for log in history])
+    assert losses[0] == losses[1]
