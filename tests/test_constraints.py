@@ -180,17 +180,17 @@ def test_from_labels_rare_eligible_pairs():
     labels = np.arange(100_000)
     labels[1::10_000] = labels[::10_000]
     for seed in range(3):
-        start = time.perf_counter()
+        start = time.process_time()
         c = ConstraintSet.from_labels(labels, 4, link_type="must", seed=seed)
-        assert time.perf_counter() - start < 2.0
+        assert time.process_time() - start < 2.0
         assert len(c) == 4 and np.all(labels[c.i] == labels[c.j])
 
 
 def test_from_labels_dense_request_is_fast():
     labels = np.zeros(1500, np.int64)
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a loaded machine does not fail it
     c = ConstraintSet.from_labels(labels, 1500 * 1499 // 2, link_type="must")
-    assert time.perf_counter() - start < 3.0
+    assert time.process_time() - start < 3.0
     assert len(c) == 1500 * 1499 // 2
 
 
@@ -376,10 +376,10 @@ def test_large_sparse_set_is_fast():
     rng = np.random.default_rng(0)
     i = rng.integers(0, n, n)
     j = (i + rng.integers(1, n, n)) % n
-    start = time.perf_counter()
+    start = time.process_time()
     c = ConstraintSet(i, j, rng.choice([-1.0, 1.0], n), n)
     c.submatrix([0, 1])  # Builds the cached CSR.
-    assert time.perf_counter() - start < 5.0
+    assert time.process_time() - start < 5.0
     assert len(c) > 0.99 * n
     batch = np.concatenate([c.i[:64], c.j[:64], rng.integers(0, n, 128)])
     timings = []
@@ -396,9 +396,9 @@ def test_large_sparse_set_is_fast():
 
 def test_from_labels_large():
     labels = np.random.default_rng(0).integers(0, 10, 1_000_000)
-    start = time.perf_counter()
+    start = time.process_time()
     c = ConstraintSet.from_labels(labels, 200_000)
-    assert time.perf_counter() - start < 5.0
+    assert time.process_time() - start < 5.0
     assert len(c) == 200_000
 
 
