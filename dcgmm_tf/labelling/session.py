@@ -33,7 +33,7 @@ from dcgmm_tf.labelling.answers import AnswerBook
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.prepared import prepare_run
 from dcgmm_tf.pretraining import load_cached_weights, save_cached_weights
-from dcgmm_tf.process_state import precision_policy
+from dcgmm_tf.process_state import precision_policy, process_seeds
 from dcgmm_tf.starting import make_model
 from dcgmm_tf.storage import write_atomically
 from dcgmm_tf.trainer_base import predict_clusters
@@ -252,9 +252,10 @@ class LabellingSession:
         if self._model is not None:
             return self._model
         x_train = self.run.inputs.x_train
-        model = make_model(
-            self.config, x_train.shape[1:], self.run.data.likelihood, self.run.num_clusters, self.config.seed
-        )
+        with process_seeds(self.config.seed):  # its initial weights are replaced; the server's random state stays
+            model = make_model(
+                self.config, x_train.shape[1:], self.run.data.likelihood, self.run.num_clusters, self.config.seed
+            )
         path = self.folder / str(self.state["weights"])
         if not load_cached_weights(model, path):
             raise RuntimeError(f"the weights of the last retrain, {path}, cannot be loaded (see the log)")
