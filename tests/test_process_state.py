@@ -2,6 +2,7 @@
 
 import random
 
+import keras
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.eager import context as tf_context
@@ -15,28 +16,22 @@ from dcgmm_tf.starting import pretrained_model
 from tests.helpers import toy_data, weights_equal
 
 
-def caller_draws() -> tuple:
-    """The next draw of each global generator the caller may use (Python, NumPy, TensorFlow's global seed)."""
-    return random.random(), float(np.random.random()), float(tf.random.uniform(()))
-
-
-def set_caller_seeds(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    tf.random.set_seed(seed)
+def caller_draws() -> tuple[float, float]:
+    """The next draw of Python's and of NumPy's global generator (TensorFlow's global seed is read directly)."""
+    return random.random(), float(np.random.random())
 
 
 def test_process_seeds_sets_the_seeds_inside_and_restores_the_callers_after():
-    set_caller_seeds(11)
-    expected = caller_draws()[:2]
-    set_caller_seeds(11)
+    keras.utils.set_random_seed(11)
+    expected = caller_draws()
+    keras.utils.set_random_seed(11)
     with process_seeds(3):
         inside = random.random(), float(np.random.random())
         assert tf_context.global_seed() == 3
         generator = python_generator()
         assert generator.random() == random.random()  # continues the stream without advancing it
     assert inside == (random.Random(3).random(), float(np.random.RandomState(3).random_sample()))
-    assert caller_draws()[:2] == expected and tf_context.global_seed() == 11
+    assert caller_draws() == expected and tf_context.global_seed() == 11
     tf.random.set_seed(None)
     with process_seeds(3):
         pass
@@ -51,12 +46,12 @@ def test_pretrained_model_depends_on_its_seed_alone_and_leaves_the_callers_state
 
     weights = []
     for caller_seed in (1, 2):
-        set_caller_seeds(caller_seed)
+        keras.utils.set_random_seed(caller_seed)
         expected = caller_draws()
-        set_caller_seeds(caller_seed)
+        keras.utils.set_random_seed(caller_seed)
         model = pretrained_model(build, x, seed=0, epochs=1, batch_size=32, name="toy", cache_dir=None)
         weights.append(model.get_weights())
-        assert caller_draws()[:2] == expected[:2]
+        assert caller_draws() == expected and tf_context.global_seed() == caller_seed
     assert weights_equal(weights[0], weights[1])
     other = pretrained_model(build, x, seed=1, epochs=1, batch_size=32, name="toy", cache_dir=None)
     assert not weights_equal(other.get_weights(), weights[0])
@@ -66,15 +61,20 @@ def test_dec_batch_order_is_explicit():
     """DEC's fit takes its batch order from its seed (or the generator given), not from Python's global stream."""
     x, y = toy_data(120)
     constraints = ConstraintSet.from_labels(y, 20, seed=0)
-    losses = []
-    for caller_seed in (1, 2):
+
+    def losses(caller_seed: int, batch_order: random.Random | None = None) -> list[float]:
         with process_seeds(0):
             model = SDEC(StackedAutoencoder(x.shape[1], latent_dim=2, hidden_units=(8,)).encoder, 2)
         model.compile(optimizer="sgd")
         model.initialize_centers(x, seed=0)
         random.seed(caller_seed)
         state = random.getstate()
-        history = model.fit_clusters(x, constraints, epochs=2, batch_size=32, tol=0.0, seed=0)
+        history = model.fit_clusters(x, constraints, epochs=2, batch_size=32, tol=0.0, seed=0, batch_order=batch_order)
         assert random.getstate() == state
-        losses.append([log["loss"] for log in history])
-    assert losses[0] == losses[1]
+        return [log["loss"] for log in history]
+
+    first = losses(1)
+    # An epoch's mean loss is a float32 sum whose order the thread pool may change (seen: 1e-7 relative); another
+    # batch order moves it far more, as the last line shows.
+    np.testing.assert_allclose(losses(2), first, rtol=1e-6)
+    assert not np.allclose(losses(1, random.Random(1)), first, rtol=1e-6, atol=0)
