@@ -324,10 +324,11 @@ class RuntimeConfig:
         choices=DISTRIBUTION_STRATEGIES,
     )
     steps_per_execution: int = setting(
-        32,
+        0,
         "Training steps per compiled call of fit: Keras' loop, the callbacks' batch hooks and the NaN guard's "
-        "check of the loss run once per call; the results do not change (see docs/performance.md).",
-        lower=1,
+        "check of the loss run once per call; the results do not change (see docs/performance.md). 0: 32, or 1 "
+        "for a fit of fewer than 256 steps, where tracing the multi-step loop costs more than it saves.",
+        lower=0,
     )
     eval_every: int = setting(10, "Evaluate test ACC/NMI/ARI every this many epochs (logged to history).", lower=1)
     eval_batch_size: int = setting(1024, "Batch size of predictions (test metrics, results).", lower=1)

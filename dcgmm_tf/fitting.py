@@ -75,6 +75,27 @@ def make_optimizer(schedule: FitSchedule, steps_per_epoch: int) -> keras.optimiz
     return FusedAdam(learning_rate_schedule(schedule, steps_per_epoch), global_clipnorm=schedule.clipnorm or None)
 
 
+STEPS_PER_CALL = 32
+"""Training steps per compiled call when none is asked for (docs/performance.md, "The loop around the step")."""
+SHORT_FIT_STEPS = 256
+"""A fit of fewer steps runs one step per call when none is asked for: tracing Keras' multi-step loop (a
+``while_loop`` around the step) costs about as much as 300 steps of the loop's overhead save (measured on tiny fits,
+docs/performance.md)."""
+
+
+def steps_per_call(total_steps: int, requested: int | None = None) -> int:
+    """The training steps per compiled call of a fit of ``total_steps`` steps (epochs x steps per epoch).
+
+    ``requested`` when given; otherwise :data:`STEPS_PER_CALL`, or one for a fit shorter than
+    :data:`SHORT_FIT_STEPS`. The weights never depend on it (tested), only the time.
+    """
+    if requested is not None:
+        if requested < 1:
+            raise ValueError(f"steps_per_execution must be >= 1, got {requested}")
+        return requested
+    return 1 if total_steps < SHORT_FIT_STEPS else STEPS_PER_CALL
+
+
 def distributed_steps_per_execution(steps: int, requested: int, multi_worker: bool) -> int:
     """The steps per compiled call under a tf.distribute strategy.
 
@@ -114,7 +135,7 @@ def fit_mixture(
     backup_name: str = "backup",
     strategy: tf.distribute.Strategy | None = None,
     jit_compile: bool = False,
-    steps_per_execution: int = 32,
+    steps_per_execution: int | None = None,
     verbose: int | str = 2,
     check_inputs: bool = True,
 ) -> dict[str, list]:
@@ -135,7 +156,7 @@ def fit_mixture(
       backup_name: The backup folder's name; it must belong to one configuration.
       strategy: The tf.distribute strategy whose replicas train (None: one device, no strategy).
       jit_compile: Compile the training step with XLA.
-      steps_per_execution: Training steps per compiled call.
+      steps_per_execution: Training steps per compiled call (None: :func:`steps_per_call`'s choice).
       verbose: Keras verbosity.
       check_inputs: Check ``x`` and ``constraints`` (:func:`dcgmm_tf.data.pipeline.checked_inputs`); off for
         inputs checked already, as the library's runs do (:func:`dcgmm_tf.prepared.prepare_run`, the estimator's
@@ -152,6 +173,7 @@ def fit_mixture(
         x, constraints, steps = checked_inputs(x, constraints, schedule.batch_size, schedule.layout)
     else:
         steps = steps_per_epoch(len(x), constraints, schedule.batch_size, schedule.layout)
+    steps_per_execution = steps_per_call(steps * schedule.epochs, steps_per_execution)
     if distributed:
         steps_per_execution = distributed_steps_per_execution(steps, steps_per_execution, is_multi_worker(strategy))
     with strategy.scope():

@@ -5,6 +5,7 @@ or one from labels)."""
 from __future__ import annotations
 
 import logging
+import math
 import os
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from dcgmm_tf import cluster_init, losses, validation
 from dcgmm_tf.config import CLUSTER_INITS
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.data.pipeline import prefetch_without_autotune
+from dcgmm_tf.fitting import steps_per_call
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.storage import exclusive, read_checked, write_atomically
 
@@ -59,19 +61,21 @@ def pretrain_autoencoder(
     learning_rate: float = 1e-3,
     seed: int = 0,
     verbose: int | str = "auto",
-    steps_per_execution: int = 32,
+    steps_per_execution: int | None = None,
 ) -> None:
     """Train ``model``'s encoder mean and decoder as a plain autoencoder.
 
-    ``steps_per_execution`` steps run per compiled call; the weights do not depend on it (tested), only the time
-    does (Keras' loop runs once per call).
+    ``steps_per_execution`` steps run per compiled call (None: :func:`dcgmm_tf.fitting.steps_per_call`'s choice);
+    the weights do not depend on it (tested), only the time does (Keras' loop runs once per call).
     """
     if epochs < 0:
         raise ValueError(f"pretraining epochs must be >= 0, got {epochs}")
     if epochs == 0:
         return
     autoencoder = _Autoencoder(model.encoder, model.decoder, model.likelihood, name="autoencoder")
+    steps_per_execution = steps_per_call(epochs * math.ceil(len(x) / batch_size), steps_per_execution)
     autoencoder.compile(optimizer=keras.optimizers.Adam(learning_rate), steps_per_execution=steps_per_execution)
+    autoencoder.optimizer.build(autoencoder.trainable_variables)  # made in its first step, they would trace it twice
     data = prefetch_without_autotune(
         tf.data.Dataset.from_tensor_slices(np.asarray(x, np.float32)).shuffle(len(x), seed=seed).batch(batch_size)
     )

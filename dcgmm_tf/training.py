@@ -84,7 +84,7 @@ def fit_config(
         backup_name=f"backup-{config.key()}",
         strategy=strategy,
         jit_compile=runtime.jit_compile,
-        steps_per_execution=runtime.steps_per_execution,
+        steps_per_execution=runtime.steps_per_execution or None,
         verbose=runtime.verbose,
         check_inputs=False,  # checked by prepare_run
     )

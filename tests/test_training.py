@@ -179,8 +179,8 @@ def test_baselines_train_behind_the_same_interface(toy, tmp_path):
 
 
 def test_steps_per_execution_leaves_the_training_unchanged():
-    """Several steps per compiled call (the default 32) train exactly as one step per call, also when an epoch
-    (26 batches here) ends inside a call."""
+    """Several steps per compiled call (32 by default on long fits) train exactly as one step per call, also when an
+    epoch (26 batches here) ends inside a call."""
     import keras
 
     from dcgmm_tf.fitting import FitSchedule, fit_mixture
@@ -203,7 +203,7 @@ def test_steps_per_execution_leaves_the_training_unchanged():
 
 
 def test_pretraining_steps_per_execution_leaves_the_weights_unchanged():
-    """The pretraining's default of 32 steps per call gives the weights of one step per call (600 samples in
+    """32 steps per call (the default on long fits) give the weights of one step per call (600 samples in
     batches of 32: 19 steps per epoch, so a call ends inside an epoch)."""
     from dcgmm_tf.pretraining import pretrain_autoencoder
     from tests.helpers import small_model, weights_equal
@@ -217,6 +217,26 @@ def test_pretraining_steps_per_execution_leaves_the_weights_unchanged():
         pretrained.append(model.get_weights())
     assert not weights_equal(pretrained[0], initial)
     assert weights_equal(pretrained[1], pretrained[0])
+
+
+def test_short_fits_run_one_step_per_call_unless_asked():
+    """Without a request, a fit of fewer than 256 steps compiles one step per call (its multi-step loop would cost
+    more to trace than it saves), a longer one 32; a requested value is kept."""
+    import keras
+
+    from dcgmm_tf.fitting import FitSchedule, fit_mixture, steps_per_call
+    from tests.helpers import small_model
+
+    assert (steps_per_call(255), steps_per_call(256), steps_per_call(10, 7), steps_per_call(10**6, 1)) == (1, 32, 7, 1)
+    with pytest.raises(ValueError, match="steps_per_execution"):
+        steps_per_call(10, 0)
+    x, y = toy_data(600)
+    constraints = ConstraintSet.from_labels(y, 100, seed=0)
+    for epochs, expected in ((2, 1), (10, 32)):  # 26 steps per epoch: 52 and 260 steps
+        model = small_model()
+        keras.utils.set_random_seed(0)
+        fit_mixture(model, x, constraints, FitSchedule(epochs, batch_size=32), verbose=0)
+        assert model.steps_per_execution == expected
 
 
 def test_num_clusters_zero_chooses_k_from_the_pairs(toy):
