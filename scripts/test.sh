@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-.venv/bin/python -m pytest -q -n 2 --dist loadfile tests "$@"  # two workers, each test file in one of them
+.venv/bin/python -m pytest -q -n 2 --dist loadgroup tests "$@"  # two workers sharing the tests; an xdist_group stays on one

@@ -228,6 +228,7 @@ def fixture_cli_runs(tmp_path_factory):
     return tmp_path, killed_epochs, backups
 
 
+@pytest.mark.xdist_group("cli_runs")  # one worker runs the module fixture (scripts/test.sh: --dist loadgroup)
 def test_same_seed_gives_same_results_row(cli_runs):
     tmp_path, _, _ = cli_runs
     a, b = (pd.read_csv(tmp_path / name / "results.csv") for name in "ab")
@@ -236,6 +237,7 @@ def test_same_seed_gives_same_results_row(cli_runs):
     pd.testing.assert_frame_equal(history(tmp_path / "a"), history(tmp_path / "b"))
 
 
+@pytest.mark.xdist_group("cli_runs")
 def test_killed_run_resumes_where_it_stopped(cli_runs):
     tmp_path, killed_epochs, backups = cli_runs
     assert 2 <= killed_epochs < 6 and backups  # it was killed mid-training, with a backup on disk
