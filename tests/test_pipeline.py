@@ -155,3 +155,28 @@ def test_in_graph_pipeline_gives_the_batches_and_blocks_of_the_python_one(layout
         for (x_got, w_got), (x_expected, w_expected) in zip(got, expected):
             np.testing.assert_array_equal(x_got.numpy(), x_expected)
             np.testing.assert_array_equal(w_got.numpy(), w_expected)
+
+
+def test_the_next_epoch_is_made_ahead_and_any_other_made_on_demand():
+    """EpochsAhead returns make(epoch) whatever was made ahead: the next epoch comes from the background thread, an
+    epoch out of turn (a resumed run) is made on the spot, and an error in the thread reaches the caller."""
+    import threading
+
+    from dcgmm_tf.data.pipeline import EpochsAhead
+
+    made = []
+
+    def make(epoch):
+        made.append((epoch, threading.current_thread() is threading.main_thread()))
+        if epoch == 9:
+            raise ValueError("epoch 9")
+        return (np.array([epoch]),)
+
+    ahead = EpochsAhead(make)
+    assert [int(ahead(e)[0][0]) for e in (0, 1, 2, 5, 6)] == [0, 1, 2, 5, 6]
+    ahead(7)  # 8 is being made ahead
+    in_main = dict(made)
+    assert in_main[0] and in_main[5] and not in_main[1] and not in_main[2] and not in_main[6]
+    ahead(8)  # 9 is made ahead and raises in the thread ...
+    with pytest.raises(ValueError, match="epoch 9"):
+        ahead(9)  # ... and here

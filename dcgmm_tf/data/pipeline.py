@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import tensorflow as tf
@@ -184,6 +185,26 @@ def epoch_arrays(
     )
 
 
+class EpochsAhead:
+    """``make(epoch)``, with the next epoch's made in a background thread while this one trains.
+
+    Keras opens a new iterator every epoch, and the first batch of an epoch waits for its arrays; made ahead, they
+    are ready when the epoch starts. ``make`` must be a pure function of the epoch (as :func:`epoch_arrays` is), so
+    the results do not depend on the thread.
+    """
+
+    def __init__(self, make: Callable[[int], tuple[np.ndarray, ...]]):
+        self._make = make
+        self._ahead: tuple[int, Future] | None = None
+        self._threads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dcgmm-next-epoch")
+
+    def __call__(self, epoch: int) -> tuple[np.ndarray, ...]:
+        ahead, self._ahead = self._ahead, None
+        made = ahead[1].result() if ahead is not None and ahead[0] == epoch else self._make(epoch)
+        self._ahead = (epoch + 1, self._threads.submit(self._make, epoch + 1))
+        return made
+
+
 def batch_elements(dataset: tf.data.Dataset, x: np.ndarray) -> tf.data.Dataset:
     """``(x_batch, W_batch)`` of each batch of ``dataset`` (the rows of :func:`epoch_arrays`): its samples gathered
     from ``x`` (one constant) and its W block scattered from its entries, by TensorFlow ops."""
@@ -253,10 +274,11 @@ def epoch_dataset(
 ) -> tf.data.Dataset:
     """:func:`constrained_dataset` for inputs that :func:`checked_inputs` returned already (``steps`` batches)."""
     epoch = [initial_epoch]
+    arrays = EpochsAhead(lambda e: epoch_arrays(len(x), constraints, batch_size, seed, e, layout))
 
     def one_epoch():
         epoch[0] += 1
-        yield epoch_arrays(len(x), constraints, batch_size, seed, epoch[0] - 1, layout)
+        yield arrays(epoch[0] - 1)
 
     dataset = batch_elements(epoch_rows(one_epoch), x)
     return prefetch_without_autotune(dataset.apply(tf.data.experimental.assert_cardinality(steps)))
