@@ -4,6 +4,7 @@ r"""The estimator on data as people bring it (issue 25): small tabular sets, any
     python -m experiments.your_data --part=scale --output_dir=docs/results/your_data      # X against a X + b
     python -m experiments.your_data --part=num_clusters --output_dir=docs/results/your_data  # K="auto"
     python -m experiments.your_data --part=checks --output_dir=docs/results/your_data     # scikit-learn's checks
+    python -m experiments.your_data --part=small --tiny --seeds=0 --output_dir=/tmp/yd    # a quick run (tiny fits)
 
 Every part appends rows to ``<output_dir>/<part>.csv`` (one row per fit) and prints them. ``small``: scikit-learn's
 wine and breast cancer, standardised, with the estimator's defaults, without pairs and with ``--pairs`` random
@@ -17,11 +18,14 @@ check of scikit-learn's ``estimator_checks_generator`` (legacy ones included) on
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from absl import app, flags, logging
+
+from dcgmm_tf.cluster_count import DEFAULT_CANDIDATES
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("part", "small", ["small", "scale", "num_clusters", "checks"], "What to measure.")
@@ -29,7 +33,8 @@ flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds.")
 flags.DEFINE_integer("pairs", 300, "Pairs from the labels for the small sets' second row.")
 flags.DEFINE_string("output_dir", "docs/results/your_data", "Folder of the CSV files.")
 flags.DEFINE_string("cache_dir", "data/cache", "The runner's pretraining cache (Fashion-MNIST in num_clusters).")
-flags.DEFINE_integer("epochs", 2, "Training epochs of the checks part (the estimator's tiny schedule).")
+flags.DEFINE_integer("epochs", 2, "Training epochs of the tiny schedule (the checks part, and --tiny).")
+flags.DEFINE_bool("tiny", False, "Every fit tiny (a 32-32 network, --epochs epochs): a quick run of the command.")
 flags.DEFINE_list("link_types", ["both", "must", "cannot"], "num_clusters: the link types of the pairs.")
 flags.DEFINE_bool("train", True, "num_clusters: also train at the chosen and the true K (both link types).")
 flags.DEFINE_list(
@@ -65,8 +70,17 @@ def _digits() -> tuple[np.ndarray, np.ndarray]:
     return x / 16.0, y
 
 
-def small(seeds: list[int]) -> list[dict]:
-    """Wine and breast cancer without and with pairs, against k-means."""
+def tiny_schedule(epochs: int, seed: int) -> dict:
+    """The estimator's settings for a quick fit: a 32-32 network, a 2-d embedding, ``epochs`` epochs, 1 of
+    pretraining, batch 32."""
+    return dict(hidden_units=(32, 32), latent_dim=2, epochs=epochs, pretrain_epochs=1, batch_size=32, random_state=seed)
+
+
+def small(seeds: list[int], pairs: int, params: dict | None = None) -> list[dict]:
+    """Wine and breast cancer without and with ``pairs`` pairs, against k-means.
+
+    ``params``: settings of every estimator (default: its defaults); the seed is each row's.
+    """
     from sklearn.cluster import KMeans
     from sklearn.metrics import adjusted_rand_score
 
@@ -77,15 +91,15 @@ def small(seeds: list[int]) -> list[dict]:
         k = len(np.unique(y))
         for seed in seeds:
             kmeans = adjusted_rand_score(y, KMeans(k, n_init=10, random_state=seed).fit_predict(x))
-            for pairs in (0, FLAGS.pairs):
-                constraints = ConstraintSet.from_labels(y, pairs, seed=seed) if pairs else None
+            for count in (0, pairs):
+                constraints = ConstraintSet.from_labels(y, count, seed=seed) if count else None
                 start = time.time()
-                est = DCGMMClustering(k, random_state=seed).fit(x, constraints=constraints)
+                est = DCGMMClustering(k, **{**(params or {}), "random_state": seed}).fit(x, constraints=constraints)
                 rows.append(
                     dict(
                         dataset=name,
                         seed=seed,
-                        pairs=pairs,
+                        pairs=count,
                         ari=adjusted_rand_score(y, est.labels_),
                         kmeans_ari=kmeans,
                         clusters_used=len(np.unique(est.labels_)),
@@ -98,24 +112,25 @@ def small(seeds: list[int]) -> list[dict]:
     return rows
 
 
-def scale(seeds: list[int]) -> list[dict]:
-    """ARI between the clusterings of X and of a X + b, with 300 pairs, for both likelihoods."""
+def scale(seeds: list[int], datasets: list[str], pairs: int, params: dict | None = None) -> list[dict]:
+    """ARI between the clusterings of X and of a X + b, with ``pairs`` pairs, for both likelihoods, on those of
+    ``datasets`` that are digits or wine (``params`` as in :func:`small`)."""
     from sklearn.metrics import adjusted_rand_score
 
     from dcgmm_tf import ConstraintSet, DCGMMClustering
 
     sets = {"digits": _digits, "wine": lambda: _small_sets()["wine"]}
-    sets = {name: load() for name, load in sets.items() if name in FLAGS.datasets}
+    sets = {name: load() for name, load in sets.items() if name in datasets}
     rows = []
     for name, (x, y) in sets.items():
         k = len(np.unique(y))
         for seed in seeds:
-            constraints = ConstraintSet.from_labels(y, FLAGS.pairs, seed=seed)
+            constraints = ConstraintSet.from_labels(y, pairs, seed=seed)
             for likelihood in ("bernoulli", "gaussian"):
-                params = dict(n_clusters=k, likelihood=likelihood, random_state=seed)
-                reference = DCGMMClustering(**params).fit(x, constraints=constraints)
+                settings = {**(params or {}), "n_clusters": k, "likelihood": likelihood, "random_state": seed}
+                reference = DCGMMClustering(**settings).fit(x, constraints=constraints)
                 for a, b in ((1e-3, 0.0), (1e3, -50.0)):
-                    est = DCGMMClustering(**params).fit(a * x + b, constraints=constraints)
+                    est = DCGMMClustering(**settings).fit(a * x + b, constraints=constraints)
                     rows.append(
                         dict(
                             dataset=name,
@@ -133,7 +148,7 @@ def scale(seeds: list[int]) -> list[dict]:
     return rows
 
 
-def _fashion_embedding(seed: int) -> tuple[np.ndarray, np.ndarray]:
+def _fashion_embedding(seed: int, cache_dir: Path) -> tuple[np.ndarray, np.ndarray]:
     """The runner's pretrained Fashion-MNIST embedding of the training split (from its cache), with the earlier
     defaults' 10 pretraining epochs with which docs/your-data.md's numbers were measured."""
     from dcgmm_tf import starting
@@ -150,13 +165,14 @@ def _fashion_embedding(seed: int) -> tuple[np.ndarray, np.ndarray]:
         epochs=config.pretrain_epochs,
         batch_size=config.pretrain_batch_size,
         name=run.data.name,
-        cache_dir=Path(FLAGS.cache_dir),
+        cache_dir=cache_dir,
     )
     return model.embed(run.inputs.x_train), run.inputs.y_train
 
 
-def _estimator_embedding(x: np.ndarray, seed: int, likelihood: str) -> np.ndarray:
-    """The embedding after the estimator's own pretraining of ``x`` (its scaling and schedule)."""
+def _estimator_embedding(x: np.ndarray, seed: int, likelihood: str, pretrain_epochs: int | None) -> np.ndarray:
+    """The embedding after the estimator's own pretraining of ``x`` (its scaling and schedule; ``pretrain_epochs``
+    replaces the schedule's when given)."""
     from dcgmm_tf import starting
     from dcgmm_tf.estimator import fit_schedule, input_scaling
     from dcgmm_tf.model import DCGMM
@@ -168,7 +184,7 @@ def _estimator_embedding(x: np.ndarray, seed: int, likelihood: str) -> np.ndarra
         lambda s: DCGMM(x.shape[1:], num_clusters=2, likelihood=likelihood, seed=s),
         x,
         seed=seed,
-        epochs=schedule.pretrain_epochs,
+        epochs=schedule.pretrain_epochs if pretrain_epochs is None else pretrain_epochs,
         batch_size=schedule.batch_size,
         name="estimator",
         cache_dir=None,
@@ -176,43 +192,58 @@ def _estimator_embedding(x: np.ndarray, seed: int, likelihood: str) -> np.ndarra
     return model.embed(x)
 
 
-def num_clusters(seeds: list[int]) -> list[dict]:
-    """The chosen K per data set, seed and link type (on the pretrained embedding, as ``n_clusters="auto"``
-    chooses); with both link types also the estimator's ACC at the chosen and at the true K."""
+def num_clusters(
+    seeds: list[int],
+    datasets: list[str],
+    link_types: list[str],
+    train: bool,
+    cache_dir: Path,
+    params: dict | None = None,
+    candidates: Sequence[int] = DEFAULT_CANDIDATES,
+) -> list[dict]:
+    """The chosen K per data set (those of ``datasets`` among digits, blobs, fashion), seed and link type (on the
+    pretrained embedding, as ``n_clusters="auto"`` chooses); with both link types and ``train`` also the estimator's
+    ACC at the chosen and at the true K (``params`` as in :func:`small`; its ``pretrain_epochs`` also makes the
+    embedding). Fashion-MNIST's embedding comes from the runner's pretraining cache in ``cache_dir``; K is chosen
+    among ``candidates``."""
     from dcgmm_tf import ConstraintSet, DCGMMClustering
     from dcgmm_tf.cluster_count import choose_num_clusters
     from dcgmm_tf.metrics import cluster_accuracy
 
     rows = []
-    for name in [d for d in FLAGS.datasets if d in ("digits", "blobs", "fashion")]:
+    params = params or {}
+    for name in [d for d in datasets if d in ("digits", "blobs", "fashion")]:
         for seed in seeds:
             if name == "fashion":
-                x, (z, y) = None, _fashion_embedding(seed)
+                x, (z, y) = None, _fashion_embedding(seed, cache_dir)
             else:
                 x, y = _digits() if name == "digits" else _blobs(seed)
-                z = _estimator_embedding(x, seed, "bernoulli" if name == "digits" else "gaussian")
+                likelihood = "bernoulli" if name == "digits" else "gaussian"
+                z = _estimator_embedding(x, seed, likelihood, params.get("pretrain_epochs"))
             k = len(np.unique(y))
             pairs = 6000 if name == "fashion" else 1000
-            for link_type in FLAGS.link_types:
+            for link_type in link_types:
                 constraints = ConstraintSet.from_labels(y, pairs, seed=seed, link_type=link_type)
                 start = time.time()
-                chosen = choose_num_clusters(z, constraints, seed=seed).num_clusters
+                chosen = choose_num_clusters(z, constraints, candidates, seed=seed).num_clusters
                 row = dict(dataset=name, seed=seed, link_type=link_type, pairs=pairs, true_k=k, chosen_k=chosen)
                 row["choice_seconds"] = round(time.time() - start, 1)
-                if x is not None and link_type == "both" and FLAGS.train:
+                if x is not None and link_type == "both" and train:
                     for key, n_clusters in (("acc_true_k", k), ("acc_chosen", chosen)):
                         if key == "acc_chosen" and chosen == k:
                             row[key] = row["acc_true_k"]  # n_clusters="auto" trains as n_clusters=k then
                             continue
-                        est = DCGMMClustering(n_clusters, random_state=seed).fit(x, constraints=constraints)
+                        settings = {**params, "random_state": seed}
+                        est = DCGMMClustering(n_clusters, **settings).fit(x, constraints=constraints)
                         row[key] = cluster_accuracy(y, est.labels_)
                 rows.append(row)
                 logging.info("%s", row)
     return rows
 
 
-def checks(seeds: list[int]) -> list[dict]:
-    """Each of scikit-learn's estimator checks: passed, skipped by scikit-learn (with its reason) or failed."""
+def checks(seeds: list[int], epochs: int) -> list[dict]:
+    """Each of scikit-learn's estimator checks on the tiny schedule of ``epochs``: passed, skipped by scikit-learn
+    (with its reason) or failed."""
     import unittest
     import warnings
 
@@ -220,7 +251,7 @@ def checks(seeds: list[int]) -> list[dict]:
 
     from dcgmm_tf import DCGMMClustering
 
-    tiny = dict(latent_dim=2, epochs=FLAGS.epochs, pretrain_epochs=1, batch_size=32, random_state=seeds[0])
+    tiny = dict(latent_dim=2, epochs=epochs, pretrain_epochs=1, batch_size=32, random_state=seeds[0])
     rows = []
     for estimator, check in estimator_checks_generator(DCGMMClustering(3, **tiny), legacy=True):
         name, start = getattr(check, "func", check).__name__, time.time()
@@ -241,8 +272,16 @@ def checks(seeds: list[int]) -> list[dict]:
 def main(argv: list[str]) -> None:
     del argv
     seeds = [int(s) for s in FLAGS.seeds]
-    parts = {"small": small, "scale": scale, "num_clusters": num_clusters, "checks": checks}
-    rows = parts[FLAGS.part](seeds)
+    params = tiny_schedule(FLAGS.epochs, seeds[0]) if FLAGS.tiny else None
+    parts = {
+        "small": lambda: small(seeds, FLAGS.pairs, params),
+        "scale": lambda: scale(seeds, FLAGS.datasets, FLAGS.pairs, params),
+        "num_clusters": lambda: num_clusters(
+            seeds, FLAGS.datasets, FLAGS.link_types, FLAGS.train, Path(FLAGS.cache_dir), params
+        ),
+        "checks": lambda: checks(seeds, FLAGS.epochs),
+    }
+    rows = parts[FLAGS.part]()
     out = Path(FLAGS.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{FLAGS.part}.csv"
