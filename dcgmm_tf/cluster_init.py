@@ -405,8 +405,10 @@ def init_clusters(
     strategy: str = "latent_class",
     num_components: int | None = None,
     seed: int = 0,
+    z: np.ndarray | None = None,
 ) -> ClusterStart:
-    """Set ``model``'s cluster means and variances from the start of ``strategy`` on its embeddings mu(x).
+    """Set ``model``'s cluster means and variances from the start of ``strategy`` on its embeddings mu(x) (``z``
+    when computed already: the encoder's weights have not changed since).
 
     Call it after the autoencoder pretraining (:func:`dcgmm_tf.pretrain`), or during training to restart the
     mixture; ``constraints`` index the rows of ``x``. The model's current clusters p(c | x) are one of the
@@ -414,7 +416,7 @@ def init_clusters(
     """
     current = model.predict(x, batch_size=1024, verbose=0) if strategy == "latent_class" else None
     start = cluster_start(
-        model.embed(x),
+        model.embed(x) if z is None else z,
         constraints,
         model.num_clusters,
         strategy,

@@ -82,12 +82,13 @@ def pretrain_autoencoder(
     autoencoder.fit(data, epochs=epochs, verbose=verbose, shuffle=False)  # shuffled above
 
 
-def fit_cluster_prior(model: DCGMM, x: np.ndarray, seed: int = 0) -> np.ndarray:
-    """Fit a diagonal GMM to the embeddings mu(x) and copy its means and variances into ``model``.
+def fit_cluster_prior(model: DCGMM, x: np.ndarray, seed: int = 0, z: np.ndarray | None = None) -> np.ndarray:
+    """Fit a diagonal GMM to the embeddings mu(x) (``z`` when computed already) and copy its means and variances
+    into ``model``.
 
     Returns the GMM's cluster assignment of each row of ``x``.
     """
-    start = cluster_init.gmm_start(model.embed(x), model.num_clusters, seed)
+    start = cluster_init.gmm_start(model.embed(x) if z is None else z, model.num_clusters, seed)
     model.set_cluster_parameters(start.means, start.variances)
     return start.assignments
 
@@ -258,8 +259,9 @@ def start_mixture(
         logging.info("mixture initialised from the labels of %d training samples", len(labelled))
         return
     linked = strategy in cluster_init.LINK_START_STRATEGIES and constraints is not None and len(constraints) > 0
+    z = model.embed(x)  # once: one pass of the encoder over x is what the start costs most at large N
     if not linked or strategy == "latent_class":  # the start, or the clusters that latent_class starts from
-        fit_cluster_prior(model, x, seed=seed if gmm_seed is None else gmm_seed)
+        fit_cluster_prior(model, x, seed=seed if gmm_seed is None else gmm_seed, z=z)
     if linked:
-        cluster_init.init_clusters(model, x, constraints, strategy, num_components, seed)
+        cluster_init.init_clusters(model, x, constraints, strategy, num_components, seed, z=z)
         logging.info("mixture initialised by %s", strategy)

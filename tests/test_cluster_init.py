@@ -323,3 +323,19 @@ def test_latent_class_em_is_the_per_pair_em_bit_for_bit():
     log_p, log_lik = fit_latent_classes(a, b, must, flip, sizes, 3, seed=1, n_init=4)
     expected_p, expected_lik = _latent_classes_per_pair(a, b, must, flip, sizes, 3, seed=1, n_init=4)
     assert log_p.tobytes() == expected_p.tobytes() and log_lik == expected_lik
+
+
+@pytest.mark.parametrize("strategy", ["latent_class", "merge", "gmm"])
+def test_the_start_embeds_the_data_once(strategy, monkeypatch):
+    """The start's cost at large N is the encoder's passes over x: the GMM of the clusters that latent_class
+    starts from and the start itself share one embedding."""
+    from dcgmm_tf.pretraining import start_mixture
+    from tests.helpers import small_model, toy_data
+
+    x, y = toy_data(300)
+    model = small_model()
+    calls = []
+    embed = model.embed
+    monkeypatch.setattr(model, "embed", lambda data, **kwargs: calls.append(len(data)) or embed(data, **kwargs))
+    start_mixture(model, x, strategy, ConstraintSet.from_labels(y, 60, seed=0), seed=0)
+    assert calls == [300]
