@@ -414,7 +414,7 @@ def init_clusters(
     mixture; ``constraints`` index the rows of ``x``. The model's current clusters p(c | x) are one of the
     candidate groupings of ``latent_class``. Returns the start (with the cluster of every row of ``x``).
     """
-    current = model.predict(x, batch_size=1024, verbose=0) if strategy == "latent_class" else None
+    current = model.cluster_probabilities(x) if strategy == "latent_class" else None
     start = cluster_start(
         model.embed(x) if z is None else z,
         constraints,

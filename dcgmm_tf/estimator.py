@@ -309,7 +309,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         return model
 
     def _probabilities(self, x: np.ndarray) -> np.ndarray:
-        return self.model_.predict(x, batch_size=1024, verbose=0)
+        return self.model_.cluster_probabilities(x)
 
     def _scaled(self, X: np.ndarray) -> np.ndarray:
         return ((X - self.offset_) / self.scale_).astype(np.float32)

@@ -149,6 +149,12 @@ class DCGMM(keras.Model):
         """Log p(c|z), shape [..., K]."""
         return losses.cluster_log_posterior(tf.cast(z, tf.float32), self.cluster_means, self.cluster_variances)
 
+    def cluster_probabilities(self, x: np.ndarray, batch_size: int = 1024) -> np.ndarray:
+        """p(c|x) of every row of ``x`` [N, K], as ``predict(x, batch_size)`` gives it (bit for bit), a batch at a
+        time: ``predict`` first turns all of ``x`` into a dataset, two copies of the data at its peak."""
+        batches = [self.predict_on_batch(x[s : s + batch_size]) for s in range(0, len(x), batch_size)]
+        return np.concatenate(batches or [np.zeros((0, self.num_clusters), np.float32)])
+
     def embed(self, x, batch_size: int = 1024) -> np.ndarray:
         """The embedding mean mu(x) of each sample, as a float32 numpy array [N, D] (also under mixed precision)."""
         return np.concatenate(

@@ -11,6 +11,7 @@ import numpy as np
 
 from dcgmm_tf.config import RuntimeConfig
 from dcgmm_tf.data.paths import REPO_DATA_DIR
+from dcgmm_tf.model import DCGMM
 
 
 @dataclasses.dataclass
@@ -44,6 +45,8 @@ def cache_note(cached: bool, path: Path | None) -> str:
 
 def predict_clusters(model: Any, x: np.ndarray, batch_size: int = 1024) -> np.ndarray:
     """The cluster of each row of ``x``: a PCKMeans prediction, or the argmax of a Keras model's output."""
+    if isinstance(model, DCGMM):
+        return model.cluster_probabilities(x, batch_size).argmax(-1)
     if isinstance(model, keras.Model):
         return model.predict(x, batch_size=batch_size, verbose=0).argmax(-1)
     return model.predict(x)

@@ -99,6 +99,17 @@ def test_predict_returns_cluster_probabilities_and_helpers_work():
         model.sample(cluster=3, num_samples=1)
 
 
+def test_cluster_probabilities_are_predicts_a_batch_at_a_time():
+    """Bit for bit what predict gives (also compiled for several steps per call, and on a last partial batch),
+    without turning x into a dataset: predict holds two more copies of the data at its peak."""
+    x, _, _ = two_factor_data(300)
+    model = small_model(num_clusters=3)
+    model.compile(optimizer="adam", steps_per_execution=4)
+    p = model.cluster_probabilities(x, batch_size=128)
+    np.testing.assert_array_equal(p, model.predict(x, batch_size=128, verbose=0))
+    assert p.shape == (300, 3) and model.cluster_probabilities(x[:0]).shape == (0, 3)
+
+
 def _train(x, y, constraints, seed=0, epochs=25, start_from=None):
     """Pretrain, optionally start the clusters at the groups of ``start_from``, train, return accuracy."""
     keras.utils.set_random_seed(seed)
