@@ -151,7 +151,13 @@ class DCGMM(keras.Model):
 
     def cluster_probabilities(self, x: np.ndarray, batch_size: int = 1024) -> np.ndarray:
         """p(c|x) of every row of ``x`` [N, K], as ``predict(x, batch_size)`` gives it (bit for bit), a batch at a
-        time: ``predict`` first turns all of ``x`` into a dataset, two copies of the data at its peak."""
+        time: ``predict`` first turns all of ``x`` into a dataset, two copies of the data at its peak.
+
+        Under a strategy of several replicas it is ``predict``, which shares the batches out among them (a batch
+        handed to all replicas would come back once per replica).
+        """
+        if self.distribute_strategy.num_replicas_in_sync > 1:
+            return self.predict(x, batch_size=batch_size, verbose=0)
         batches = [self.predict_on_batch(x[s : s + batch_size]) for s in range(0, len(x), batch_size)]
         return np.concatenate(batches or [np.zeros((0, self.num_clusters), np.float32)])
 

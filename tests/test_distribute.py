@@ -142,6 +142,8 @@ def mirrored_against_single_device() -> dict:
     first = mirrored.fit(data, epochs=1, steps_per_epoch=steps, verbose=0).history["loss"][0]
     gap = max(float(np.abs(a - b).max()) for a, b in zip(single.get_weights(), mirrored.get_weights()))
     change = max(float(np.abs(a - b).max()) for a, b in zip(single.get_weights(), initial))
+    probabilities = mirrored.cluster_probabilities(x, batch_size=16)  # shared out among the replicas, once each
+    probability_gap = float(np.abs(probabilities - single.cluster_probabilities(x, batch_size=16)).max())
     noise = strategy.run(tf.function(lambda: mirrored._standard_normal((4, 2))))
     noise = [v.numpy() for v in strategy.experimental_local_results(noise)]
     with strategy.scope():
@@ -157,6 +159,9 @@ def mirrored_against_single_device() -> dict:
         "max_weight_change": change,
         "losses": more["loss"],
         "replica_noise_gap": float(np.abs(noise[0] - noise[1]).min()),
+        "probabilities_shape": list(probabilities.shape),
+        "samples_and_clusters": [len(x), mirrored.num_clusters],
+        "probability_gap": probability_gap,
     }
 
 
@@ -172,6 +177,7 @@ def test_mirrored_training_matches_single_device_and_trains():
     assert report["max_weight_change"] > 1e-2  # the steps moved the weights ...
     assert report["max_weight_gap"] < 1e-4  # ... identically on both
     assert report["replica_noise_gap"] > 0  # each replica draws its own reparameterisation noise
+    assert report["probabilities_shape"] == report["samples_and_clusters"] and report["probability_gap"] < 1e-4
     losses = report["losses"]  # 8 more epochs with Adam
     assert all(np.isfinite(losses)) and losses[-1] < losses[0] - 1.0
 
