@@ -1,21 +1,42 @@
-"""experiments.your_data in this process, on the tiny schedule: its parts give one row per fit."""
+"""experiments.your_data on the tiny schedule: its parts give one row per fit.
+
+The runner defines its own ``--output_dir``, ``--cache_dir`` and ``--epochs``, which clash with the other runners'
+flags in one process, so it runs in its own process here.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
-from absl import flags
 
-from experiments import your_data
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=600)
 
 
 def test_small_part_from_the_flags_writes_a_row_per_fit(tmp_path):
-    values = flags.FLAGS
-    values.unparse_flags()
-    try:
-        values(["your_data", "--part=small", "--tiny", "--seeds=0", "--pairs=40", f"--output_dir={tmp_path}"])
-        your_data.main([])
-    finally:
-        values.unparse_flags()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "experiments.your_data",
+            "--part=small",
+            "--tiny",
+            "--seeds=0",
+            "--pairs=40",
+            f"--output_dir={tmp_path}",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
     rows = pd.read_csv(tmp_path / "small.csv")
     assert rows[["dataset", "pairs"]].values.tolist() == [
         ["wine", 0],
@@ -29,10 +50,14 @@ def test_small_part_from_the_flags_writes_a_row_per_fit(tmp_path):
 
 
 def test_num_clusters_part_chooses_and_trains_at_both_k(tmp_path):
-    tiny = your_data.tiny_schedule(2, 0)
-    chosen = pd.DataFrame(
-        your_data.num_clusters([0], ["blobs"], ["both", "must"], True, tmp_path, tiny, candidates=range(4, 9))
+    code = (
+        "import json; from pathlib import Path; from experiments import your_data; "
+        "rows = your_data.num_clusters([0], ['blobs'], ['both', 'must'], True, Path('.'), "
+        "your_data.tiny_schedule(2, 0), candidates=range(4, 9)); print(json.dumps(rows))"
     )
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    chosen = pd.DataFrame(json.loads(proc.stdout.strip().splitlines()[-1]))
     assert chosen["link_type"].tolist() == ["both", "must"] and (chosen["true_k"] == 6).all()
     assert chosen["chosen_k"].between(4, 8).all()
     both = chosen.iloc[0]
@@ -41,10 +66,11 @@ def test_num_clusters_part_chooses_and_trains_at_both_k(tmp_path):
 
 
 def test_an_unknown_part_is_refused_by_the_flag():
-    values = flags.FLAGS
-    values.unparse_flags()
-    try:
-        with pytest.raises(flags.IllegalFlagValueError):
-            values(["your_data", "--part=nosuch"])
-    finally:
-        values.unparse_flags()
+    proc = subprocess.run(
+        [sys.executable, "-m", "experiments.your_data", "--part=nosuch"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 1 and "--part" in proc.stderr and "Traceback" not in proc.stderr
