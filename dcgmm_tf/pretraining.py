@@ -16,7 +16,7 @@ import tensorflow as tf
 from dcgmm_tf import cluster_init, losses, validation
 from dcgmm_tf.config import CLUSTER_INITS
 from dcgmm_tf.constraints import ConstraintSet
-from dcgmm_tf.data.pipeline import prefetch_without_autotune
+from dcgmm_tf.data.pipeline import prefetch_without_autotune, shuffled_batches
 from dcgmm_tf.fitting import steps_per_call
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.storage import exclusive, read_checked, write_atomically
@@ -76,9 +76,7 @@ def pretrain_autoencoder(
     steps_per_execution = steps_per_call(epochs * math.ceil(len(x) / batch_size), steps_per_execution)
     autoencoder.compile(optimizer=keras.optimizers.Adam(learning_rate), steps_per_execution=steps_per_execution)
     autoencoder.optimizer.build(autoencoder.trainable_variables)  # made in its first step, they would trace it twice
-    data = prefetch_without_autotune(
-        tf.data.Dataset.from_tensor_slices(np.asarray(x, np.float32)).shuffle(len(x), seed=seed).batch(batch_size)
-    )
+    data = prefetch_without_autotune(shuffled_batches(np.asarray(x, np.float32), batch_size, seed))
     autoencoder.fit(data, epochs=epochs, verbose=verbose, shuffle=False)  # shuffled above
 
 

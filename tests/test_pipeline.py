@@ -111,9 +111,10 @@ def test_dataset_rejects_mismatched_constraints(setup):
         constrained_dataset(np.zeros((10, 3), np.float32), constraints)
 
 
-def test_training_pipelines_run_without_tf_data_autotuning(setup, monkeypatch):
+def test_training_pipelines_run_without_tf_data_autotuning_or_rewrites(setup, monkeypatch):
     # Closing an autotuned iterator after seconds of training stalls ~5 s (docs/performance.md); every epoch
-    # closes one, so the pipelines that fit iterates switch autotuning off.
+    # closes one, so the pipelines that fit iterates switch autotuning off. tf.data's rewrites would copy the data
+    # that the batches are gathered from.
     import keras
 
     from dcgmm_tf import DCGMM, pretraining
@@ -121,9 +122,14 @@ def test_training_pipelines_run_without_tf_data_autotuning(setup, monkeypatch):
 
     labels, constraints = setup
     x = np.random.default_rng(0).random((len(labels), 4), dtype=np.float32)
-    assert constrained_dataset(x, constraints, batch_size=32).options().autotune.enabled is False
+
+    def tuning(data):
+        options = data.options()
+        return options.autotune.enabled, options.experimental_optimization.apply_default_optimizations
+
+    assert tuning(constrained_dataset(x, constraints, batch_size=32)) == (False, False)
     seen = []
-    monkeypatch.setattr(keras.Model, "fit", lambda self, data, **kwargs: seen.append(data.options().autotune.enabled))
+    monkeypatch.setattr(keras.Model, "fit", lambda self, data, **kwargs: seen.append(tuning(data)))
     model = DCGMM(
         (4,),
         num_clusters=2,
@@ -132,7 +138,7 @@ def test_training_pipelines_run_without_tf_data_autotuning(setup, monkeypatch):
         decoder=MLPDecoder(4, (8,), name="decoder"),
     )
     pretraining.pretrain_autoencoder(model, x, epochs=1)
-    assert seen == [False]
+    assert seen == [(False, False)]
 
 
 @pytest.mark.parametrize(
@@ -180,3 +186,48 @@ def test_the_next_epoch_is_made_ahead_and_any_other_made_on_demand():
     ahead(8)  # 9 is made ahead and raises in the thread ...
     with pytest.raises(ValueError, match="epoch 9"):
         ahead(9)  # ... and here
+
+
+def test_shuffled_batches_are_those_of_a_shuffled_copy_of_the_rows():
+    import tensorflow as tf
+
+    from dcgmm_tf.data.pipeline import shuffled_batches
+
+    x = np.random.default_rng(0).normal(size=(203, 3)).astype(np.float32)
+    tf.random.set_seed(5)  # the process's seed takes part in the shuffle's, as in a pretraining
+    new = shuffled_batches(x, 16, seed=7)
+    tf.random.set_seed(5)
+    old = tf.data.Dataset.from_tensor_slices(x).shuffle(len(x), seed=7).batch(16)
+    epochs = []
+    for _ in range(2):  # the order changes from epoch to epoch, identically
+        got, want = [b.numpy() for b in new], [b.numpy() for b in old]
+        assert [len(b) for b in got] == [len(b) for b in want]
+        np.testing.assert_array_equal(np.concatenate(got), np.concatenate(want))
+        epochs.append(np.concatenate(got))
+    assert not np.array_equal(epochs[0], epochs[1])
+    np.testing.assert_array_equal(np.sort(epochs[0], axis=0), np.sort(x, axis=0))
+
+
+def test_host_tensor_holds_the_values_and_shares_an_aligned_float32_array():
+    import tensorflow as tf
+
+    from dcgmm_tf.data.pipeline import TENSOR_ALIGNMENT, host_tensor
+
+    x = np.random.default_rng(1).normal(size=(50, 7))
+    buffer = np.empty(x.size * 4 + 2 * TENSOR_ALIGNMENT, np.uint8)
+    start = -buffer.ctypes.data % TENSOR_ALIGNMENT
+    aligned = buffer[start : start + x.size * 4].view(np.float32).reshape(x.shape)
+    unaligned = buffer[start + 4 : start + 4 + x.size * 4].view(np.float32).reshape(x.shape)
+    read_only = x.astype(np.float32)
+    read_only.flags.writeable = False
+    cases = {"float64": x, "strided": x.astype(np.float32)[::2], "read-only": read_only, "empty": x[:0]}
+    for name, array in cases.items():
+        tensor = host_tensor(array)
+        assert tensor.dtype == tf.float32 and tensor.shape == array.shape, name
+        np.testing.assert_array_equal(tf.gather(tensor, np.arange(len(array))).numpy(), array.astype(np.float32))
+    unaligned[...] = x  # TensorFlow's kernels would abort on this buffer if it were shared: it is copied
+    np.testing.assert_array_equal(tf.reduce_sum(host_tensor(unaligned), 0).numpy(), unaligned.sum(0))
+    aligned[...] = x
+    shared = host_tensor(aligned)
+    aligned[0, 0] = 123.0  # no copy: the tensor sees the array
+    assert tf.gather(shared, [0]).numpy()[0, 0] == 123.0

@@ -125,9 +125,13 @@ def prefetch_without_autotune(dataset: tf.data.Dataset) -> tf.data.Dataset:
     seconds of heavy compute stalls for ~5 s with the CPU idle (TensorFlow 2.21, measured on 2 cores): it hit
     a third of the epochs and made the average Fashion-MNIST epoch 1.5 times slower (docs/performance.md).
     Generating a batch takes ~1 ms, so a fixed prefetch keeps up without tuning.
+
+    tf.data's default graph rewrites are off too: to rewrite, tf.data serialises the dataset's graph, which copies
+    a captured tensor such as the data that the batches are gathered from (measured: +1.1x the data, resident).
     """
     options = tf.data.Options()
     options.autotune.enabled = False
+    options.experimental_optimization.apply_default_optimizations = False
     return dataset.prefetch(PREFETCH_BATCHES).with_options(options)
 
 
@@ -205,10 +209,44 @@ class EpochsAhead:
         return made
 
 
+TENSOR_ALIGNMENT = 64  # bytes; TensorFlow's CPU kernels abort on a shared buffer not aligned to this
+
+
+def host_tensor(x: np.ndarray) -> tf.Tensor:
+    """``x`` as a float32 tensor in host memory, one copy of the data at most.
+
+    ``tf.constant(x)`` keeps two copies of a large array resident (measured: +2.04x the array's size, TensorFlow
+    2.21). This tensor shares its memory through DLPack with ``x`` itself, where ``x`` is a writeable,
+    C-contiguous, 64-byte-aligned float32 array, and otherwise with an aligned float32 copy of it, made here.
+    Tensors from it must not outlive changes to ``x``: the pipelines read it while a fit runs.
+    """
+    x = np.asarray(x)
+    shareable = (
+        x.dtype == np.float32 and x.flags.c_contiguous and x.flags.writeable and x.ctypes.data % TENSOR_ALIGNMENT == 0
+    )
+    if not shareable:
+        buffer = np.empty(x.size * 4 + TENSOR_ALIGNMENT, np.uint8)
+        start = -buffer.ctypes.data % TENSOR_ALIGNMENT
+        aligned = buffer[start : start + x.size * 4].view(np.float32).reshape(x.shape)
+        aligned[...] = x
+        x = aligned
+    return tf.experimental.dlpack.from_dlpack(x.__dlpack__())
+
+
+def shuffled_batches(x: np.ndarray, batch_size: int, seed: int) -> tf.data.Dataset:
+    """Batches of the rows of ``x`` in an order shuffled anew each epoch: those of
+    ``from_tensor_slices(x).shuffle(len(x), seed=seed).batch(batch_size)`` (tested), but the shuffle buffer holds
+    row indices, and the rows are gathered from one tensor (:func:`host_tensor`), not from a buffer with a second
+    copy of ``x``."""
+    samples = host_tensor(x)
+    order = tf.data.Dataset.range(len(x)).shuffle(len(x), seed=seed).batch(batch_size)
+    return order.map(lambda indices: tf.gather(samples, indices))
+
+
 def batch_elements(dataset: tf.data.Dataset, x: np.ndarray) -> tf.data.Dataset:
     """``(x_batch, W_batch)`` of each batch of ``dataset`` (the rows of :func:`epoch_arrays`): its samples gathered
-    from ``x`` (one constant) and its W block scattered from its entries, by TensorFlow ops."""
-    samples = tf.constant(x)
+    from ``x`` (one :func:`host_tensor`) and its W block scattered from its entries, by TensorFlow ops."""
+    samples = host_tensor(x)
 
     def element(
         indices: tf.Tensor, length: tf.Tensor, positions: tf.Tensor, weights: tf.Tensor, count: tf.Tensor
