@@ -73,30 +73,24 @@ def test_dynamics_records_every_epoch_without_changing_the_run(tmp_path):
 
 
 def test_pair_likelihood_option_trains(tmp_path):
-    likelihood = _run(
-        "experiments.run",
-        tmp_path,
-        "lik",
-        "--restart_every=0",
-        "--cluster_init=gmm",
-        "--pair_loss=likelihood",
-        "--lr_schedule=cosine",
+    from dcgmm_tf.config import RuntimeConfig
+    from experiments import run
+
+    config = RunConfig(
+        dataset=toy_npz(tmp_path, 240),
+        num_clusters=2,
+        epochs=3,
+        pretrain_epochs=1,
+        num_constraints=60,
+        batch_size=64,
+        restart_every=0,
+        cluster_init="gmm",
+        pair_loss="likelihood",
+        lr_schedule="cosine",
     )
-    assert (
-        likelihood.loc[0, "config"]
-        == RunConfig(
-            dataset=str(tmp_path / "toy.npz"),
-            num_clusters=2,
-            epochs=3,
-            pretrain_epochs=1,
-            num_constraints=60,
-            batch_size=64,
-            restart_every=0,
-            cluster_init="gmm",
-            pair_loss="likelihood",
-            lr_schedule="cosine",
-        ).key()
-    )
+    runtime = RuntimeConfig(verbose=0, eval_every=1, output_dir=str(tmp_path / "lik"), cache_dir=str(tmp_path / "c"))
+    run.run(config, runtime)  # in this process: the command line's flags are tests/test_config.py's
+    assert pd.read_csv(tmp_path / "lik" / "results.csv").loc[0, "config"] == config.key() != RunConfig().key()
     history = pd.read_csv(tmp_path / "lik" / "runs" / "dcgmm-toy-seed0" / "history.csv")
     assert np.isfinite(history["loss"]).all() and (history["constraint"] > 0).all()  # -log P > 0, the paper's -W s < 0
 

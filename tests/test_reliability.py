@@ -1,5 +1,6 @@
 """Training health (finite losses, rollback on NaN), exact resume after a kill, determinism, skipping done runs."""
 
+import io
 import os
 import signal
 import subprocess
@@ -207,40 +208,39 @@ def history(out):
 
 @pytest.fixture(name="cli_runs", scope="module")
 def fixture_cli_runs(tmp_path_factory):
-    """Two uninterrupted runs with the same seed (in parallel) and one killed after 2 epochs and restarted."""
+    """An uninterrupted run and one with the same seed (in parallel) killed after 2 epochs and restarted; the
+    epochs the killed process wrote before it died are kept."""
     tmp_path = tmp_path_factory.mktemp("cli")
     toy_npz(tmp_path, 200)
     procs = [
         subprocess.Popen(cli_command(tmp_path, name), cwd=REPO, stderr=subprocess.PIPE, text=True)
-        for name in ("a", "b", "killed")
+        for name in ("a", "killed")
     ]
     log = tmp_path / "killed" / "runs" / "dcgmm-toy-seed3" / "history.csv"
-    while procs[2].poll() is None and not (log.exists() and len(log.read_text().splitlines()) >= 3):
+    while procs[1].poll() is None and not (log.exists() and log.read_text().count("\n") >= 3):  # 2 whole epochs
         time.sleep(0.02)
-    os.kill(procs[2].pid, signal.SIGKILL)
-    procs[2].wait()
-    killed_epochs = len(pd.read_csv(log))
+    os.kill(procs[1].pid, signal.SIGKILL)
+    procs[1].wait()
+    text = log.read_text()
+    before_kill = pd.read_csv(io.StringIO(text[: text.rfind("\n") + 1])).drop(columns="elapsed_seconds")
     backups = list((tmp_path / "killed" / "runs" / "dcgmm-toy-seed3").glob("backup-*/epoch-*.npz"))
     restarted = subprocess.run(cli_command(tmp_path, "killed"), cwd=REPO, capture_output=True, text=True, timeout=600)
-    for proc in procs[:2]:
-        assert proc.wait(timeout=600) == 0, proc.stderr.read()[-3000:]
+    assert procs[0].wait(timeout=600) == 0, procs[0].stderr.read()[-3000:]
     assert restarted.returncode == 0, restarted.stderr[-3000:]
-    return tmp_path, killed_epochs, backups
+    return tmp_path, before_kill, backups
 
 
 @pytest.mark.xdist_group("cli_runs")  # one worker runs the module fixture (scripts/test.sh: --dist loadgroup)
-def test_same_seed_gives_same_results_row(cli_runs):
-    tmp_path, _, _ = cli_runs
-    a, b = (pd.read_csv(tmp_path / name / "results.csv") for name in "ab")
-    assert len(a) == len(b) == 1
-    pd.testing.assert_frame_equal(a.drop(columns="train_seconds"), b.drop(columns="train_seconds"))
-    pd.testing.assert_frame_equal(history(tmp_path / "a"), history(tmp_path / "b"))
+def test_same_seed_gives_the_same_epochs_in_another_process(cli_runs):
+    tmp_path, before_kill, _ = cli_runs
+    assert len(before_kill) >= 2  # whole lines only: the process may have died while writing the next one
+    pd.testing.assert_frame_equal(before_kill, history(tmp_path / "a").iloc[: len(before_kill)])
 
 
 @pytest.mark.xdist_group("cli_runs")
 def test_killed_run_resumes_where_it_stopped(cli_runs):
-    tmp_path, killed_epochs, backups = cli_runs
-    assert 2 <= killed_epochs < 6 and backups  # it was killed mid-training, with a backup on disk
+    tmp_path, before_kill, backups = cli_runs
+    assert 2 <= len(before_kill) < 6 and backups  # it was killed mid-training, with a backup on disk
     out = tmp_path / "killed"
     rows = pd.read_csv(out / "results.csv")
     assert len(rows) == 1
