@@ -36,6 +36,10 @@ flags.DEFINE_string("cache_dir", "data/cache", "The runner's pretraining cache (
 flags.DEFINE_integer("epochs", 2, "Training epochs of the tiny schedule (the checks part, and --tiny).")
 flags.DEFINE_bool("tiny", False, "Every fit tiny (a 32-32 network, --epochs epochs): a quick run of the command.")
 flags.DEFINE_list("link_types", ["both", "must", "cannot"], "num_clusters: the link types of the pairs.")
+flags.DEFINE_list("likelihoods", ["bernoulli", "gaussian"], "scale: the decoder likelihoods to fit with.")
+flags.register_validator(
+    "likelihoods", lambda v: set(v) <= {"bernoulli", "gaussian"}, "--likelihoods must be among bernoulli, gaussian"
+)
 flags.DEFINE_bool("train", True, "num_clusters: also train at the chosen and the true K (both link types).")
 flags.DEFINE_list(
     "datasets",
@@ -112,9 +116,15 @@ def small(seeds: list[int], pairs: int, params: dict | None = None) -> list[dict
     return rows
 
 
-def scale(seeds: list[int], datasets: list[str], pairs: int, params: dict | None = None) -> list[dict]:
-    """ARI between the clusterings of X and of a X + b, with ``pairs`` pairs, for both likelihoods, on those of
-    ``datasets`` that are digits or wine (``params`` as in :func:`small`)."""
+def scale(
+    seeds: list[int],
+    datasets: list[str],
+    pairs: int,
+    params: dict | None = None,
+    likelihoods: Sequence[str] = ("bernoulli", "gaussian"),
+) -> list[dict]:
+    """ARI between the clusterings of X and of a X + b, with ``pairs`` pairs, for each of ``likelihoods``, on
+    those of ``datasets`` that are digits or wine (``params`` as in :func:`small`)."""
     from sklearn.metrics import adjusted_rand_score
 
     from dcgmm_tf import ConstraintSet, DCGMMClustering
@@ -126,7 +136,7 @@ def scale(seeds: list[int], datasets: list[str], pairs: int, params: dict | None
         k = len(np.unique(y))
         for seed in seeds:
             constraints = ConstraintSet.from_labels(y, pairs, seed=seed)
-            for likelihood in ("bernoulli", "gaussian"):
+            for likelihood in likelihoods:
                 settings = {**(params or {}), "n_clusters": k, "likelihood": likelihood, "random_state": seed}
                 reference = DCGMMClustering(**settings).fit(x, constraints=constraints)
                 for a, b in ((1e-3, 0.0), (1e3, -50.0)):
@@ -275,7 +285,7 @@ def main(argv: list[str]) -> None:
     params = tiny_schedule(FLAGS.epochs, seeds[0]) if FLAGS.tiny else None
     parts = {
         "small": lambda: small(seeds, FLAGS.pairs, params),
-        "scale": lambda: scale(seeds, FLAGS.datasets, FLAGS.pairs, params),
+        "scale": lambda: scale(seeds, FLAGS.datasets, FLAGS.pairs, params, FLAGS.likelihoods),
         "num_clusters": lambda: num_clusters(
             seeds, FLAGS.datasets, FLAGS.link_types, FLAGS.train, Path(FLAGS.cache_dir), params
         ),
