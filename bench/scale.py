@@ -153,14 +153,15 @@ def main(argv):
     base = rows[0]
     print(
         f"{'N':>9} {'pairs':>8} {'pretrain/ep':>11} {'start':>7} {'epoch':>7} {'ep/N vs first':>13} "
-        f"{'restart':>8} {'of it GMM':>9} {'of it EM':>8} {'predict':>8} {'peak GB':>8} {'peak/data':>9}"
+        f"{'restart':>8} {'of it GMM':>9} {'of it EM':>8} {'predict':>8} {'peak GB':>8} {'framework':>9} "
+        f"{'(peak-fw)/data':>15}"
     )
     for row in rows:
         linear = (row["epoch"] / row["n"]) / (base["epoch"] / base["n"])
         print(
             f"{row['n']:>9} {row['pairs']:>8} {row['pretrain_epoch']:>11} {row['start']:>7} {row['epoch']:>7} "
             f"{linear:>13.2f} {row['restart']:>8} {row['restart_gmm']:>9} {row['restart_em']:>8} {row['predict']:>8} "
-            f"{row['peak_gb']:>8} {row['peak_over_data']:>9}"
+            f"{row['peak_gb']:>8} {row['framework_gb']:>9} {row['peak_over_data']:>15}"
         )
     if FLAGS.output:
         info = machine()
