@@ -20,6 +20,19 @@ import numpy as np
 USER_ERRORS = (ValueError, FileNotFoundError, FloatingPointError)
 
 
+TENSOR_ALIGNMENT = 64  # bytes; TensorFlow's CPU kernels abort on a buffer shared with them that is not aligned to this
+
+
+def aligned_float32(x: np.ndarray) -> np.ndarray:
+    """A C-contiguous float32 copy of ``x`` in a buffer aligned to :data:`TENSOR_ALIGNMENT` bytes, which TensorFlow
+    can use without a copy of its own (:func:`dcgmm_tf.data.pipeline.host_tensor`)."""
+    buffer = np.empty(x.size * 4 + TENSOR_ALIGNMENT, np.uint8)
+    start = -buffer.ctypes.data % TENSOR_ALIGNMENT
+    aligned = buffer[start : start + x.size * 4].view(np.float32).reshape(x.shape)
+    aligned[...] = x
+    return aligned
+
+
 def check_data(
     x: Any,
     y: Any = None,
@@ -53,7 +66,7 @@ def check_data(
         )
     if array.shape[0] == 0:
         raise ValueError(f"{name} holds no samples (shape {array.shape}).")
-    array = array.astype(np.float32, copy=False)
+    array = array if array.dtype == np.float32 else aligned_float32(array)
     finite = np.isfinite(array)
     if not finite.all():
         bad = np.argwhere(~finite)[0]

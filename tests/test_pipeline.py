@@ -211,7 +211,8 @@ def test_shuffled_batches_are_those_of_a_shuffled_copy_of_the_rows():
 def test_host_tensor_holds_the_values_and_shares_an_aligned_float32_array():
     import tensorflow as tf
 
-    from dcgmm_tf.data.pipeline import TENSOR_ALIGNMENT, host_tensor
+    from dcgmm_tf.data.pipeline import host_tensor
+    from dcgmm_tf.validation import TENSOR_ALIGNMENT, check_data
 
     x = np.random.default_rng(1).normal(size=(50, 7))
     buffer = np.empty(x.size * 4 + 2 * TENSOR_ALIGNMENT, np.uint8)
@@ -231,3 +232,8 @@ def test_host_tensor_holds_the_values_and_shares_an_aligned_float32_array():
     shared = host_tensor(aligned)
     aligned[0, 0] = 123.0  # no copy: the tensor sees the array
     assert tf.gather(shared, [0]).numpy()[0, 0] == 123.0
+    checked = check_data(x)  # float64 data: checking converts it into a buffer TensorFlow can share
+    assert checked.dtype == np.float32 and checked.ctypes.data % TENSOR_ALIGNMENT == 0
+    np.testing.assert_array_equal(checked, x.astype(np.float32))
+    checked[0, 0] = -7.0
+    assert tf.gather(host_tensor(checked), [0]).numpy()[0, 0] == -7.0

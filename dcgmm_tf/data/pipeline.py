@@ -209,28 +209,23 @@ class EpochsAhead:
         return made
 
 
-TENSOR_ALIGNMENT = 64  # bytes; TensorFlow's CPU kernels abort on a shared buffer not aligned to this
-
-
 def host_tensor(x: np.ndarray) -> tf.Tensor:
     """``x`` as a float32 tensor in host memory, one copy of the data at most.
 
     ``tf.constant(x)`` keeps two copies of a large array resident (measured: +2.04x the array's size, TensorFlow
     2.21). This tensor shares its memory through DLPack with ``x`` itself, where ``x`` is a writeable,
-    C-contiguous, 64-byte-aligned float32 array, and otherwise with an aligned float32 copy of it, made here.
-    Tensors from it must not outlive changes to ``x``: the pipelines read it while a fit runs.
+    C-contiguous, aligned float32 array (as :func:`dcgmm_tf.validation.check_data` returns for data of any other
+    dtype), and otherwise with an aligned float32 copy of it, made here. Tensors from it must not outlive changes
+    to ``x``: the pipelines read it while a fit runs.
     """
     x = np.asarray(x)
     shareable = (
-        x.dtype == np.float32 and x.flags.c_contiguous and x.flags.writeable and x.ctypes.data % TENSOR_ALIGNMENT == 0
+        x.dtype == np.float32
+        and x.flags.c_contiguous
+        and x.flags.writeable
+        and x.ctypes.data % validation.TENSOR_ALIGNMENT == 0
     )
-    if not shareable:
-        buffer = np.empty(x.size * 4 + TENSOR_ALIGNMENT, np.uint8)
-        start = -buffer.ctypes.data % TENSOR_ALIGNMENT
-        aligned = buffer[start : start + x.size * 4].view(np.float32).reshape(x.shape)
-        aligned[...] = x
-        x = aligned
-    return tf.experimental.dlpack.from_dlpack(x.__dlpack__())
+    return tf.experimental.dlpack.from_dlpack((x if shareable else validation.aligned_float32(x)).__dlpack__())
 
 
 def shuffled_batches(x: np.ndarray, batch_size: int, seed: int) -> tf.data.Dataset:
