@@ -76,7 +76,7 @@ def pretrain_autoencoder(
     steps_per_execution = steps_per_call(epochs * math.ceil(len(x) / batch_size), steps_per_execution)
     autoencoder.compile(optimizer=keras.optimizers.Adam(learning_rate), steps_per_execution=steps_per_execution)
     autoencoder.optimizer.build(autoencoder.trainable_variables)  # made in its first step, they would trace it twice
-    data = prefetch_without_autotune(shuffled_batches(np.asarray(x, np.float32), batch_size, seed))
+    data = prefetch_without_autotune(shuffled_batches(x, batch_size, seed))  # float32, aligned, inside
     autoencoder.fit(data, epochs=epochs, verbose=verbose, shuffle=False)  # shuffled above
 
 
