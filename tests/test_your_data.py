@@ -15,26 +15,14 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run_python(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=600)
+def run_python(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    """``python *args`` in the repository, its output captured."""
+    return subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=timeout)
 
 
 def test_small_part_from_the_flags_writes_a_row_per_fit(tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "experiments.your_data",
-            "--part=small",
-            "--tiny",
-            "--seeds=0",
-            "--pairs=40",
-            f"--output_dir={tmp_path}",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    proc = run_python(
+        "-m", "experiments.your_data", "--part=small", "--tiny", "--seeds=0", "--pairs=40", f"--output_dir={tmp_path}"
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = pd.read_csv(tmp_path / "small.csv")
@@ -52,10 +40,10 @@ def test_small_part_from_the_flags_writes_a_row_per_fit(tmp_path):
 def test_num_clusters_part_chooses_and_trains_at_both_k(tmp_path):
     code = (
         "import json; from pathlib import Path; from experiments import your_data; "
-        "rows = your_data.num_clusters([0], ['blobs'], ['both', 'must'], True, Path('.'), "
+        f"rows = your_data.num_clusters([0], ['blobs'], ['both', 'must'], True, Path({str(tmp_path)!r}), "
         "your_data.tiny_schedule(2, 0), candidates=range(4, 9)); print(json.dumps(rows))"
     )
-    proc = run_python(code)
+    proc = run_python("-c", code)
     assert proc.returncode == 0, proc.stderr[-3000:]
     chosen = pd.DataFrame(json.loads(proc.stdout.strip().splitlines()[-1]))
     assert chosen["link_type"].tolist() == ["both", "must"] and (chosen["true_k"] == 6).all()
@@ -66,11 +54,5 @@ def test_num_clusters_part_chooses_and_trains_at_both_k(tmp_path):
 
 
 def test_an_unknown_part_is_refused_by_the_flag():
-    proc = subprocess.run(
-        [sys.executable, "-m", "experiments.your_data", "--part=nosuch"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_python("-m", "experiments.your_data", "--part=nosuch", timeout=300)
     assert proc.returncode == 1 and "--part" in proc.stderr and "Traceback" not in proc.stderr
