@@ -92,7 +92,8 @@ def fit_cluster_prior(model: DCGMM, x: np.ndarray, seed: int = 0, z: np.ndarray 
 
 
 def cluster_prior_from_labels(model: DCGMM, x: np.ndarray, y: np.ndarray) -> None:
-    """Diagnostic: set mu_k, sigma_k^2 to the mean and variance of mu(x) over the samples of class k.
+    """Diagnostic: set mu_k, sigma_k^2 to the mean and variance of mu(x) over the samples of class k (variances
+    floored at twice the model's ``min_variance``).
 
     Not a clustering method (it reads the labels): it shows what training reaches from a mixture whose
     components start aligned with the classes, as opposed to the unsupervised GMM of

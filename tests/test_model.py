@@ -205,7 +205,8 @@ def test_cluster_prior_from_labels_uses_class_statistics_of_the_embedding():
     cluster_prior_from_labels(model, x, y)
     z = model.embed(x)
     np.testing.assert_allclose(model.cluster_means.numpy(), [z[y == 0].mean(0), z[y == 1].mean(0)], rtol=1e-5)
-    np.testing.assert_allclose(model.cluster_variances.numpy(), [z[y == 0].var(0), z[y == 1].var(0)], rtol=1e-3)
+    variances = np.maximum([z[y == 0].var(0), z[y == 1].var(0)], 2 * model.min_variance)  # the start's floor
+    np.testing.assert_allclose(model.cluster_variances.numpy(), variances, rtol=1e-3)
     for bad in (np.zeros(200, int), np.full(200, 2), -y, y[:-1], y.astype(float)):  # missing class, out of range,
         with pytest.raises(ValueError, match="labels must be"):  # negative, wrong length, not integers
             cluster_prior_from_labels(model, x, bad)
