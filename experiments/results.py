@@ -76,10 +76,11 @@ def append_row(path: str | os.PathLike, row: dict) -> None:
 
     The row is written with a single ``write`` call on an ``O_APPEND`` descriptor and flushed to disk,
     so concurrent writers never interleave and a crash leaves at most the rows already written; the lock
-    dies with its process. A last line without its newline (from another writer) is left alone and the
-    row starts on a new line. In an existing file the row follows the file's header: columns the file does
-    not have are left out (with a warning) and columns the row does not have stay empty, so values never
-    shift under the wrong column and the row is never lost.
+    dies with its process. A process killed during the write can leave its row cut short (Linux ends a write
+    early on a fatal signal): that last line, without its newline, is left alone, the next row starts on a new
+    line, and :func:`valid_rows` leaves the cut line out. In an existing file the row follows the file's
+    header: columns the file does not have are left out (with a warning) and columns the row does not have stay
+    empty, so values never shift under the wrong column and the row is never lost.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

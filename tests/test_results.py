@@ -38,14 +38,22 @@ def start_writer(path, name, count):
     )
 
 
-def check_rows(path):
-    """Every line of the CSV is a complete row; returns the rows."""
+def complete(row):
+    return None not in row.values() and len(row["payload"]) == int(row["length"] or -1)
+
+
+def check_rows(path, kills=0):
+    """Every line of the CSV is a complete row, but for at most one line per writer killed: SIGKILL can cut a write
+    of several pages short (Linux ends a write to a file early on a fatal signal), and the next row starts on a new
+    line. The library's reader leaves those lines out. Returns the complete rows."""
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
-    for row in rows:
-        assert None not in row.values() and len(row["payload"]) == int(row["length"]), "partial row"
+    whole = [row for row in rows if complete(row)]
+    assert len(rows) - len(whole) <= kills, "partial rows"
+    for row in whole:
         assert set(row["payload"]) == {row["writer"]}, "interleaved rows"
-    return rows
+    assert [r[:2] for r in results.valid_rows(path)[1]] == [[r["writer"], r["k"]] for r in whole]
+    return whole
 
 
 def test_concurrent_writers_lose_no_rows(tmp_path):
@@ -69,11 +77,11 @@ def test_killed_writers_leave_only_complete_rows(tmp_path):
             writer.stdout.readline()
         os.kill(writer.pid, signal.SIGKILL)
         writer.wait()
-        rows = check_rows(path)
+        rows = check_rows(path, kills=attempt + 1)
         assert len(rows) >= written + 20
         written = len(rows)
     results.append_row(path, {"writer": "w", "k": 0, "payload": "w", "length": 1})
-    assert len(check_rows(path)) == written + 1
+    assert len(check_rows(path, kills=3)) == written + 1  # on a line of its own, after a cut one
 
 
 def test_lock_of_a_killed_process_is_released(tmp_path):
