@@ -1,5 +1,7 @@
 """The library gives the caller's random state back, and its results depend on its seeds alone."""
 
+import gc
+import importlib
 import random
 
 import keras
@@ -7,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.eager import context as tf_context
 
+import dcgmm_tf
 from dcgmm_tf import ConstraintSet
 from dcgmm_tf.baselines.dec import SDEC
 from dcgmm_tf.baselines.layerwise import StackedAutoencoder
@@ -78,3 +81,14 @@ def test_dec_batch_order_is_explicit():
     # batch order moves it far more, as the last line shows.
     np.testing.assert_allclose(losses(2), first, rtol=1e-6)
     assert not np.allclose(losses(1, random.Random(1)), first, rtol=1e-6, atol=0)
+
+
+def test_importing_the_library_leaves_the_cyclic_collector_as_it_was():
+    """The collector is paused while the package imports its dependencies, then set back."""
+    try:
+        for enabled in (False, True):
+            (gc.enable if enabled else gc.disable)()
+            importlib.reload(dcgmm_tf)
+            assert gc.isenabled() is enabled
+    finally:
+        gc.enable()
