@@ -110,11 +110,12 @@ def test_cluster_probabilities_are_predicts_a_batch_at_a_time():
     assert p.shape == (300, 3) and model.cluster_probabilities(x[:0]).shape == (0, 3)
 
 
-def _train(x, y, constraints, seed=0, epochs=25, start_from=None):
-    """Pretrain, optionally start the clusters at the groups of ``start_from``, train, return accuracy."""
+def _train(x, y, constraints, seed=0, epochs=25, start_from=None, cache=None):
+    """Pretrain (or load the pretraining from ``cache``), optionally start the clusters at the groups of
+    ``start_from``, train, return accuracy."""
     keras.utils.set_random_seed(seed)
     model = small_model(seed=seed)
-    pretrain(model, x, epochs=15, batch_size=64, seed=seed, verbose=0)
+    pretrain(model, x, epochs=15, batch_size=64, seed=seed, cache_path=cache, verbose=0)
     start_mixture(model, x, "gmm", seed=seed)
     if start_from is not None:
         z = model.embed(x)
@@ -129,12 +130,14 @@ def _train(x, y, constraints, seed=0, epochs=25, start_from=None):
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_constraints_steer_clustering_on_synthetic_data(seed):
-    """Both runs start from clusters that follow the nuisance factor A; only constraints move them to B."""
+def test_constraints_steer_clustering_on_synthetic_data(seed, tmp_path):
+    """Both runs start from the same pretraining, with clusters that follow the nuisance factor A; only constraints
+    move them to B."""
     x, y, a = two_factor_data(seed=seed)
     constraints = ConstraintSet.from_labels(y, 600, alpha=1e3, seed=seed)
-    _, acc_vade, _ = _train(x, y, ConstraintSet.empty(len(x)), seed=seed, start_from=a)
-    model, acc_dcgmm, history = _train(x, y, constraints, seed=seed, start_from=a)
+    cache = tmp_path / "pretrained.weights.h5"
+    _, acc_vade, _ = _train(x, y, ConstraintSet.empty(len(x)), seed=seed, start_from=a, cache=cache)
+    model, acc_dcgmm, history = _train(x, y, constraints, seed=seed, start_from=a, cache=cache)
     assert all(np.isfinite(v) for v in history.history["loss"])
     assert acc_vade < 0.7, acc_vade
     assert acc_dcgmm > 0.9, acc_dcgmm
