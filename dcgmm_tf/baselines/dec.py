@@ -174,13 +174,6 @@ class DECModel(keras.Model):
     def call(self, x, training=False):
         return self.clustering(self.encoder(x, training=training))
 
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        # As DCGMM's: an optimizer built eagerly, so that fit traces the first step once, not twice.
-        if self.built and self.optimizer is not None and not self.optimizer.built:
-            with self.distribute_strategy.scope():
-                self.optimizer.build(self.trainable_variables)
-        super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
-
     def log_assignments(self, x, training=False):
         return self.clustering.log_assignments(self.encoder(x, training=training))
 

@@ -78,6 +78,7 @@ def _train_dec(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> T
         optimizer = keras.optimizers.Adam(config.learning_rate)
     model.compile(optimizer=optimizer)
     model.initialize_centers(x_train, seed=seed)
+    model.optimizer.build(model.trainable_variables)  # made in its first step, they would trace it twice
     start_acc = metrics.cluster_accuracy(y_test, predict_clusters(model, x_test, runtime.eval_batch_size))
     logging.info("test ACC of k-means on the pretrained embedding: %.4f", start_acc)
 
