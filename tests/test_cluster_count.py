@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from dcgmm_tf import ConstraintSet
-from dcgmm_tf.cluster_count import choose_num_clusters, pair_log_likelihood
+from dcgmm_tf.cluster_count import choose_num_clusters, one_standard_error_choice, pair_log_likelihood
 
 
 def _blobs(k=5, n=1500, seed=0):
@@ -46,3 +46,16 @@ def test_pair_log_likelihood_against_numpy():
     same = (p * q).sum(1)
     expected = np.log(np.where(must, same * 0.9 + (1 - same) * 0.1, same * 0.1 + (1 - same) * 0.9))
     np.testing.assert_allclose(pair_log_likelihood(p, q, must, flip), expected, rtol=1e-10)
+
+
+def test_the_one_standard_error_rule_compares_candidates_pair_by_pair():
+    """A smaller K that scores a little lower on every pair is beaten for sure, however much the pairs' own scores
+    spread; one that is lower on average by less than the differences' error is chosen."""
+    spread = np.random.default_rng(0).normal(0, 1, 400)  # what every candidate shares
+    steady = np.stack([spread - 0.01, spread])  # K = 2 below K = 3 on every pair
+    assert one_standard_error_choice(steady) == 1
+    mean_of_best, unpaired_error = spread.mean(), spread.std() / np.sqrt(400)
+    assert steady[0].mean() >= mean_of_best - unpaired_error  # the unpaired error would have kept K = 2
+    noisy = np.stack([spread + np.where(np.arange(400) % 2, 0.49, -0.51), spread])  # differences -0.01 +- 0.5
+    assert one_standard_error_choice(noisy) == 0
+    assert one_standard_error_choice(np.stack([spread, spread - 1, spread - 0.001])) == 0
