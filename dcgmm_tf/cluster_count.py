@@ -8,8 +8,9 @@ sum_k p(k|x_i) p(k|x_j), up to the flip rate its confidence implies). Too few cl
 cannot-links, too many break held-out must-links, so with both link types the smallest K whose mean score is
 within one standard error of the best is chosen (the one-standard-error rule; the best score itself chose 11-15
 for 10 classes, docs/your-data.md). Every candidate is scored on the same held-out pairs, so the error is that of
-the paired differences to the best candidate (:func:`one_standard_error_choice`): the unpaired error of the best's
-mean, the textbook rule, counts the pairs' spread that all candidates share and chose K - 1 on Fashion-MNIST.
+the paired differences to the best candidate (:func:`one_standard_error_choice`): the unpaired error of the
+best's mean, the textbook rule, counts the pairs' spread that all candidates share and chose K - 1 on two of three
+Fashion-MNIST seeds.
 Must-links alone cannot tell K from fewer clusters, and cannot-links alone K from more: then the largest (must) or
 smallest (cannot) K whose score ties the best (within one standard error, or ``TOLERANCE`` of the candidates'
 score range if more) is chosen, with a warning, as that choice follows how the GMM splits the embedding. Without
@@ -87,9 +88,15 @@ def pair_log_likelihood(probabilities_i: np.ndarray, probabilities_j: np.ndarray
 
 
 def one_standard_error_choice(values: np.ndarray) -> int:
-    """The smallest candidate whose mean score is within one standard error of the best's, the error being that of
-    the paired differences: ``values`` [candidates, pairs] holds each held-out pair's score under each candidate
-    (in increasing K), and candidate c is kept when mean(values[c] - values[best]) >= -std(...) / sqrt(pairs)."""
+    """The one-standard-error rule on paired differences.
+
+    Args:
+      values: [candidates, pairs], each held-out pair's score under each candidate, candidates in increasing K.
+
+    Returns:
+      The index of the smallest candidate c with mean(d) >= -std(d) / sqrt(pairs) for d = values[c] - values[best],
+      best being the candidate with the highest mean score.
+    """
     differences = values - values[np.argmax(values.mean(axis=1))]
     errors = differences.std(axis=1) / np.sqrt(values.shape[1])
     return int(np.flatnonzero(differences.mean(axis=1) >= -errors).min())
