@@ -84,11 +84,8 @@ def distributed_epoch_dataset(
     :func:`dcgmm_tf.data.pipeline.checked_inputs` returned already."""
     num_replicas = strategy.num_replicas_in_sync
 
-    def one_epoch(epoch: tf.Tensor) -> tf.data.Dataset:
-        return epoch_rows(
-            lambda e: iter([epoch_arrays(len(x), constraints, batch_size, seed, e, layout, num_replicas)]),
-            args=(epoch,),
-        )
+    def make(epoch: int) -> tuple[np.ndarray, ...]:
+        return epoch_arrays(len(x), constraints, batch_size, seed, epoch, layout, num_replicas)
 
     def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
         # The epoch number is part of the dataset (not of Python state), so every new iterator (Keras opens
@@ -96,7 +93,7 @@ def distributed_epoch_dataset(
         # order; worker p of P takes parts p, p + P, ..., which tf.distribute hands to its replicas in turn
         # (sharded before the samples are gathered).
         epochs = tf.data.Dataset.range(initial_epoch, np.iinfo(np.int64).max)
-        parts = epochs.flat_map(one_epoch).shard(context.num_input_pipelines, context.input_pipeline_id)
+        parts = epoch_rows(make, epochs).shard(context.num_input_pipelines, context.input_pipeline_id)
         return prefetch_without_autotune(batch_elements(parts, x))
 
     return strategy.distribute_datasets_from_function(dataset_fn)
