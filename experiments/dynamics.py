@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 from absl import app
 
+from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.validation import exit_on_user_error
 from experiments.run import FLAGS, configs
 
@@ -58,16 +59,15 @@ def plot_dynamics(records: list[dict], path: Path, title: str = "") -> None:
     plt.close(fig)
 
 
-def main(argv):
-    del argv
+def record(config: RunConfig, runtime: RuntimeConfig) -> Path | None:
+    """Trains the run of ``config`` as ``experiments.run`` does (its row into ``<output_dir>/results.csv``), with
+    :class:`dcgmm_tf.diagnostics.TrainingDynamics` recording every epoch; writes ``dynamics.jsonl`` and
+    ``dynamics.png`` into the run's folder and returns that folder, or None when the row was there already."""
     from dcgmm_tf.data import load_dataset
     from dcgmm_tf.diagnostics import TrainingDynamics, read_dynamics
     from dcgmm_tf.prepared import run_dir_of
-    from dcgmm_tf.runtime import configure
     from experiments import runs
 
-    config, runtime = configs(FLAGS)
-    configure(runtime)
     data = load_dataset(config.dataset, runtime.data_dir, image_size=config.image_size)
     run_dir = run_dir_of(config, data.name, runtime)
     path = run_dir / "dynamics.jsonl"
@@ -84,10 +84,22 @@ def main(argv):
 
     row = runs.run_once(config, data, runtime, Path(runtime.output_dir) / "results.csv", callbacks=callbacks)
     if row is None:
+        return None
+    plot_dynamics(read_dynamics(path), run_dir / "dynamics.png", title=f"{data.name}, seed {config.seed}")
+    return run_dir
+
+
+def main(argv):
+    del argv
+    from dcgmm_tf.runtime import configure
+
+    config, runtime = configs(FLAGS)
+    configure(runtime)
+    run_dir = record(config, runtime)
+    if run_dir is None:
         print("this run is already in results.csv; remove its row to record it again", file=sys.stderr)
         return
-    plot_dynamics(read_dynamics(path), run_dir / "dynamics.png", title=f"{data.name}, seed {config.seed}")
-    print(f"wrote {path} and {run_dir / 'dynamics.png'}")
+    print(f"wrote {run_dir / 'dynamics.jsonl'} and {run_dir / 'dynamics.png'}")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,6 @@
 """The training-dynamics diagnostic, and the pairwise term options, on tiny runs."""
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -11,8 +8,6 @@ import pandas as pd
 from dcgmm_tf.config import RunConfig
 from dcgmm_tf.diagnostics import class_assignments, mean_entropy
 from tests.helpers import toy_npz
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_class_assignments_and_entropy_against_hand_counts():
@@ -28,33 +23,28 @@ def test_old_keys_survive_the_new_options():
     assert RunConfig(pair_loss="likelihood").key() != RunConfig(pair_loss="paper").key()
 
 
-def _run(module, tmp_path, out, *args):
-    cmd = [
-        sys.executable,
-        "-m",
-        module,
-        f"--dataset={toy_npz(tmp_path, 240)}",
-        "--num_clusters=2",
-        "--epochs=3",
-        "--pretrain_epochs=1",
-        "--num_constraints=60",
-        "--batch_size=64",
-        "--threads=1",
-        "--verbose=0",
-        "--eval_every=1",
-        "--restart_every=2",
-        f"--output_dir={tmp_path / out}",
-        f"--cache_dir={tmp_path / 'cache'}",
-        *args,
-    ]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return pd.read_csv(tmp_path / out / "results.csv")
+def _tiny_run(tmp_path, out):
+    """A tiny run's configs (in this process: the command line's flags are tests/test_config.py's)."""
+    from dcgmm_tf.config import RuntimeConfig
+
+    config = RunConfig(
+        dataset=toy_npz(tmp_path, 240),
+        num_clusters=2,
+        epochs=3,
+        pretrain_epochs=1,
+        num_constraints=60,
+        batch_size=64,
+        restart_every=2,
+    )
+    runtime = RuntimeConfig(verbose=0, eval_every=1, output_dir=str(tmp_path / out), cache_dir=str(tmp_path / "cache"))
+    return config, runtime
 
 
 def test_dynamics_records_every_epoch_without_changing_the_run(tmp_path):
-    row = _run("experiments.dynamics", tmp_path, "dyn")
-    run_dir = tmp_path / "dyn" / "runs" / "dcgmm-toy-seed0"
+    from experiments import dynamics, run
+
+    run_dir = dynamics.record(*_tiny_run(tmp_path, "dyn"))
+    assert run_dir == tmp_path / "dyn" / "runs" / "dcgmm-toy-seed0"
     records = [json.loads(line) for line in (run_dir / "dynamics.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in records] == [1, 2, 3]
     for r in records:
@@ -67,9 +57,10 @@ def test_dynamics_records_every_epoch_without_changing_the_run(tmp_path):
         assert r["grad_data"]["constraint_network"] == r["grad_data"]["constraint_mixture"] == 0.0  # no pairs
     assert records[0]["grad_pairs"]["constraint_network"] > 0 and records[0]["grad_pairs"]["constraint_mixture"] > 0
     assert (run_dir / "dynamics.png").stat().st_size > 10_000
-    plain = _run("experiments.run", tmp_path, "plain")  # the same run without the diagnostic: the same row
+    run.run(*_tiny_run(tmp_path, "plain"))  # the same run without the diagnostic: the same row
     columns = ["acc", "nmi", "ari", "constraint_satisfaction", "config"]
-    pd.testing.assert_frame_equal(row[columns], plain[columns])
+    rows = [pd.read_csv(tmp_path / out / "results.csv")[columns] for out in ("dyn", "plain")]
+    pd.testing.assert_frame_equal(*rows)
 
 
 def test_pair_likelihood_option_trains(tmp_path):

@@ -136,8 +136,8 @@ def test_constraints_steer_clustering_on_synthetic_data(seed, tmp_path):
     x, y, a = two_factor_data(seed=seed)
     constraints = ConstraintSet.from_labels(y, 600, alpha=1e3, seed=seed)
     cache = tmp_path / "pretrained.weights.h5"
-    _, acc_vade, _ = _train(x, y, ConstraintSet.empty(len(x)), seed=seed, start_from=a, cache=cache)
-    model, acc_dcgmm, history = _train(x, y, constraints, seed=seed, start_from=a, cache=cache)
+    _, acc_vade, _ = _train(x, y, ConstraintSet.empty(len(x)), seed=seed, epochs=10, start_from=a, cache=cache)
+    model, acc_dcgmm, history = _train(x, y, constraints, seed=seed, epochs=10, start_from=a, cache=cache)
     assert all(np.isfinite(v) for v in history.history["loss"])
     assert acc_vade < 0.7, acc_vade
     assert acc_dcgmm > 0.9, acc_dcgmm
