@@ -1,11 +1,12 @@
 """The training-dynamics diagnostic, and the pairwise term options, on tiny runs."""
 
+import dataclasses
 import json
 
 import numpy as np
 import pandas as pd
 
-from dcgmm_tf.config import RunConfig
+from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.diagnostics import class_assignments, mean_entropy
 from tests.helpers import toy_npz
 
@@ -23,10 +24,9 @@ def test_old_keys_survive_the_new_options():
     assert RunConfig(pair_loss="likelihood").key() != RunConfig(pair_loss="paper").key()
 
 
-def _tiny_run(tmp_path, out):
-    """A tiny run's configs (in this process: the command line's flags are tests/test_config.py's)."""
-    from dcgmm_tf.config import RuntimeConfig
-
+def _tiny_run(tmp_path, out, **changes):
+    """A tiny run's configs, with ``changes`` to the run's (in this process: the command line's flags are
+    tests/test_config.py's)."""
     config = RunConfig(
         dataset=toy_npz(tmp_path, 240),
         num_clusters=2,
@@ -37,7 +37,7 @@ def _tiny_run(tmp_path, out):
         restart_every=2,
     )
     runtime = RuntimeConfig(verbose=0, eval_every=1, output_dir=str(tmp_path / out), cache_dir=str(tmp_path / "cache"))
-    return config, runtime
+    return dataclasses.replace(config, **changes), runtime
 
 
 def test_dynamics_records_every_epoch_without_changing_the_run(tmp_path):
@@ -64,23 +64,12 @@ def test_dynamics_records_every_epoch_without_changing_the_run(tmp_path):
 
 
 def test_pair_likelihood_option_trains(tmp_path):
-    from dcgmm_tf.config import RuntimeConfig
     from experiments import run
 
-    config = RunConfig(
-        dataset=toy_npz(tmp_path, 240),
-        num_clusters=2,
-        epochs=3,
-        pretrain_epochs=1,
-        num_constraints=60,
-        batch_size=64,
-        restart_every=0,
-        cluster_init="gmm",
-        pair_loss="likelihood",
-        lr_schedule="cosine",
+    config, runtime = _tiny_run(
+        tmp_path, "lik", restart_every=0, cluster_init="gmm", pair_loss="likelihood", lr_schedule="cosine"
     )
-    runtime = RuntimeConfig(verbose=0, eval_every=1, output_dir=str(tmp_path / "lik"), cache_dir=str(tmp_path / "c"))
-    run.run(config, runtime)  # in this process: the command line's flags are tests/test_config.py's
+    run.run(config, runtime)
     assert pd.read_csv(tmp_path / "lik" / "results.csv").loc[0, "config"] == config.key() != RunConfig().key()
     history = pd.read_csv(tmp_path / "lik" / "runs" / "dcgmm-toy-seed0" / "history.csv")
     assert np.isfinite(history["loss"]).all() and (history["constraint"] > 0).all()  # -log P > 0, the paper's -W s < 0
