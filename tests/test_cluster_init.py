@@ -325,6 +325,21 @@ def test_latent_class_em_is_the_per_pair_em_bit_for_bit():
     assert log_p.tobytes() == expected_p.tobytes() and log_lik == expected_lik
 
 
+def test_latent_class_starts_side_by_side_or_one_after_the_other_agree(monkeypatch):
+    """Threads pay only on many groups of pairs (PARALLEL_GROUPS); both ways give the same fit, bit for bit."""
+    import dcgmm_tf.cluster_init as cluster_init
+
+    rng = np.random.default_rng(4)
+    classes = rng.integers(0, 3, 12)
+    a, b = rng.integers(0, 12, 400), rng.integers(0, 12, 400)
+    args = (a, b, classes[a] == classes[b], np.full(400, 0.05), np.full(12, 100.0), 3)
+    fits = []
+    for threshold in (0, 10**9):  # side by side, then one after the other
+        monkeypatch.setattr(cluster_init, "PARALLEL_GROUPS", threshold)
+        fits.append(fit_latent_classes(*args, seed=2, n_init=6))
+    assert fits[0][0].tobytes() == fits[1][0].tobytes() and fits[0][1] == fits[1][1]
+
+
 @pytest.mark.parametrize("strategy", ["latent_class", "merge", "gmm"])
 def test_the_start_embeds_the_data_once(strategy, monkeypatch):
     """The start's cost at large N is the encoder's passes over x: the GMM of the clusters that latent_class
