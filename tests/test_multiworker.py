@@ -88,14 +88,17 @@ def test_two_workers_of_the_runner_write_the_same_row(tmp_path):
         "--verbose=0",
         f"--cache_dir={tmp_path / 'cache'}",
     ]
-    filled = subprocess.run(
-        [sys.executable, "-m", "experiments.run", *flags, "--epochs=1", f"--output_dir={tmp_path / 'single'}"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert filled.returncode == 0, filled.stderr[-3000:]  # the shared cache holds the pretraining
+    from absl import flags as absl_flags
+
+    from experiments import run
+
+    absl_flags.FLAGS.unparse_flags()
+    try:  # one run in this process fills the shared cache with the pretraining that both workers load
+        absl_flags.FLAGS(["run", *flags, "--epochs=1", f"--output_dir={tmp_path / 'single'}"])
+        run.run(*run.configs(absl_flags.FLAGS))
+    finally:
+        absl_flags.FLAGS.unparse_flags()
+    assert list((tmp_path / "cache").glob("*.weights.h5"))
     codes = run_local_workers(2, flags, tmp_path / "workers", timeout=300)
     logs = [(tmp_path / "workers" / f"worker{k}.log").read_text()[-3000:] for k in range(2)]
     assert codes == [0, 0], logs
