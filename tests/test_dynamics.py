@@ -64,13 +64,14 @@ def test_dynamics_records_every_epoch_without_changing_the_run(tmp_path):
 
 
 def test_pair_likelihood_option_trains(tmp_path):
-    from experiments import run
+    from experiments import results, run
 
     config, runtime = _tiny_run(
         tmp_path, "lik", restart_every=0, cluster_init="gmm", pair_loss="likelihood", lr_schedule="cosine"
     )
     run.run(config, runtime)
-    assert pd.read_csv(tmp_path / "lik" / "results.csv").loc[0, "config"] == config.key() != RunConfig().key()
+    row = results.read_rows(tmp_path / "lik" / "results.csv").iloc[0]  # a key of 12 digits stays text
+    assert row["config"] == config.key() != RunConfig().key()
     history = pd.read_csv(tmp_path / "lik" / "runs" / "dcgmm-toy-seed0" / "history.csv")
     assert np.isfinite(history["loss"]).all() and (history["constraint"] > 0).all()  # -log P > 0, the paper's -W s < 0
 

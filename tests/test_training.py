@@ -41,7 +41,7 @@ def fixture_toy(tmp_path):
 def test_python_call_gives_the_row_of_the_runner(toy, tmp_path):
     config, runtime = toy
     summary = run.run(config, runtime)
-    row = pd.read_csv(tmp_path / "out" / "results.csv").iloc[0]
+    row = results.read_rows(tmp_path / "out" / "results.csv").iloc[0]  # a key of digits stays text
     data = load_dataset(config.dataset)
     python_row, trained, y_test, clusters = evaluation.train_and_evaluate(
         config, data, dataclasses.replace(runtime, output_dir=str(tmp_path / "python"))
