@@ -18,7 +18,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 def one_epoch(out: str) -> None:
     """One epoch of SGD on a tiny problem, on one device (no TF_CONFIG) or as a worker of TF_CONFIG's cluster;
-    the weights and the loss go to ``out`` (npz). Run in a fresh process: the strategy must come first."""
+    the weights and the loss go to ``out`` (npz). A worker runs it in a fresh process: the strategy must come
+    first."""
     import keras
     import tensorflow as tf
 
@@ -61,7 +62,7 @@ def run_one_epoch(out: Path, tf_config: str | None = None) -> subprocess.Popen:
 
 def test_two_workers_take_the_steps_of_one_device(tmp_path):
     procs = [run_one_epoch(tmp_path / f"worker{k}.npz", c) for k, c in enumerate(cluster_configs(2))]
-    procs.append(run_one_epoch(tmp_path / "single.npz"))
+    one_epoch(str(tmp_path / "single.npz"))  # one device: in this process, while the workers run
     for proc in procs:
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err[-3000:]
