@@ -7,13 +7,15 @@ import os
 import platform
 import time
 from collections.abc import Callable
+from importlib import metadata
 
 
 def machine() -> dict:
-    """CPU, core count, current load, library versions and TensorFlow-related environment variables."""
-    import keras
-    import tensorflow as tf
+    """CPU, core count, current load, library versions and TensorFlow-related environment variables.
 
+    The versions come from the installed packages' metadata, so that a process that only starts others (as
+    ``bench.scale`` does, one process per N) need not import TensorFlow for them.
+    """
     cpu = next(
         (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
         platform.processor(),
@@ -23,8 +25,8 @@ def machine() -> dict:
         "cpu": cpu,
         "cores": os.cpu_count(),
         "load_1min": os.getloadavg()[0],
-        "tensorflow": tf.__version__,
-        "keras": keras.__version__,
+        "tensorflow": metadata.version("tensorflow"),
+        "keras": metadata.version("keras"),
         "python": platform.python_version(),
         **({"env": env} if env else {}),
     }
