@@ -1,7 +1,11 @@
-"""Reference computations and toy data shared by the tests."""
+"""Reference computations, toy data and the runners' flags, shared by the tests."""
+
+import contextlib
+from collections.abc import Iterator
 
 import keras
 import numpy as np
+from absl import flags
 
 from dcgmm_tf import DCGMM, MLPDecoder, MLPEncoder
 
@@ -77,3 +81,15 @@ def noise_free_model(dim=12):
     model.encoder.log_var_head.bias.assign(np.full(2, -30.0, np.float32))
     model.compile(optimizer=keras.optimizers.SGD(0.05))
     return model
+
+
+@contextlib.contextmanager
+def parsed_flags(argv: list[str]) -> Iterator[flags.FlagValues]:
+    """The global absl flags parsed from ``argv`` (its first item the program's name) for the ``with`` block, as a
+    runner imported in this process sees them; unparsed again afterwards, whatever happens in the block."""
+    flags.FLAGS.unparse_flags()
+    try:
+        flags.FLAGS(argv)
+        yield flags.FLAGS
+    finally:
+        flags.FLAGS.unparse_flags()

@@ -8,6 +8,7 @@ from absl import flags
 
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from experiments.config_flags import config_from_flags, define_flags, replaced
+from tests.helpers import parsed_flags
 
 
 def test_key_ignores_the_seed_and_follows_every_other_field():
@@ -155,10 +156,5 @@ def test_protocols_name_the_paper_and_the_earlier_defaults():
 def test_the_runner_takes_a_protocol_and_the_flags_given_win(argv, expected):
     from experiments import run
 
-    values = flags.FLAGS
-    values.unparse_flags()
-    try:
-        values(["run", *argv])
+    with parsed_flags(["run", *argv]) as values:
         assert run.configs(values)[0] == expected
-    finally:
-        values.unparse_flags()

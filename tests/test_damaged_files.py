@@ -17,7 +17,7 @@ from dcgmm_tf.callbacks import TrainingBackup, trim_history
 from dcgmm_tf.pretraining import save_cached_weights
 from dcgmm_tf.storage import damage, read_checked, write_atomically
 from experiments import results
-from tests.helpers import small_model, toy_data, weights_equal
+from tests.helpers import parsed_flags, small_model, toy_data, weights_equal
 
 REPO = Path(__file__).resolve().parents[1]
 KINDS = ("truncated", "empty", "garbage")
@@ -213,8 +213,6 @@ def test_damaged_saved_model_is_refused_with_what_to_do(tmp_path, kind):
 def test_the_runner_repairs_what_it_can_and_refuses_what_it_cannot(tmp_path):
     """Through the command line: a damaged cache and a damaged result line are reported in one line each and the
     run goes on (exit 0); a results file that was not written here stops the run before training (exit 1)."""
-    from absl import flags
-
     from dcgmm_tf.validation import exit_on_user_error
     from experiments import run
 
@@ -234,20 +232,15 @@ def test_the_runner_repairs_what_it_can_and_refuses_what_it_cannot(tmp_path):
         "--restart_every=0",
         "--nodeterministic",
     ]
-    flags.FLAGS.unparse_flags()
-    try:
-        flags.FLAGS(["run", *args, f"--output_dir={tmp_path / 'first'}"])
-        run.run(*run.configs(flags.FLAGS))  # in this process: makes the cache entry
-        refused = tmp_path / "refused"
-        refused.mkdir()
-        (refused / "results.csv").write_bytes(b"\x00\xff\x00 not a table")
-        flags.FLAGS(["run", *args, f"--output_dir={refused}"])
-        with pytest.raises(SystemExit) as exit_info:
-            exit_on_user_error(run.main)(["run"])
-        assert str(exit_info.value.code).startswith(f"error: {refused / 'results.csv'} does not start with a header")
-        assert not (refused / "runs").exists()  # stopped before training
-    finally:
-        flags.FLAGS.unparse_flags()
+    with parsed_flags(["run", *args, f"--output_dir={tmp_path / 'first'}"]) as values:
+        run.run(*run.configs(values))  # in this process: makes the cache entry
+    refused = tmp_path / "refused"
+    refused.mkdir()
+    (refused / "results.csv").write_bytes(b"\x00\xff\x00 not a table")
+    with pytest.raises(SystemExit) as exit_info, parsed_flags(["run", *args, f"--output_dir={refused}"]):
+        exit_on_user_error(run.main)(["run"])
+    assert str(exit_info.value.code).startswith(f"error: {refused / 'results.csv'} does not start with a header")
+    assert not (refused / "runs").exists()  # stopped before training
     spoil(next((tmp_path / "cache").glob("pretrain-*seed5-*.weights.h5")), "garbage")
     out = tmp_path / "out"
     out.mkdir()

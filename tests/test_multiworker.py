@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from experiments.local_workers import cluster_configs, run_local_workers
-from tests.helpers import toy_npz
+from tests.helpers import parsed_flags, toy_npz
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -89,16 +89,11 @@ def test_two_workers_of_the_runner_write_the_same_row(tmp_path):
         "--verbose=0",
         f"--cache_dir={tmp_path / 'cache'}",
     ]
-    from absl import flags as absl_flags
-
     from experiments import run
 
-    absl_flags.FLAGS.unparse_flags()
-    try:  # one run in this process fills the shared cache with the pretraining that both workers load
-        absl_flags.FLAGS(["run", *flags, "--epochs=1", f"--output_dir={tmp_path / 'single'}"])
-        run.run(*run.configs(absl_flags.FLAGS))
-    finally:
-        absl_flags.FLAGS.unparse_flags()
+    # one run in this process fills the shared cache with the pretraining that both workers load
+    with parsed_flags(["run", *flags, "--epochs=1", f"--output_dir={tmp_path / 'single'}"]) as values:
+        run.run(*run.configs(values))
     assert list((tmp_path / "cache").glob("*.weights.h5"))
     codes = run_local_workers(2, flags, tmp_path / "workers", timeout=300)
     logs = [(tmp_path / "workers" / f"worker{k}.log").read_text()[-3000:] for k in range(2)]

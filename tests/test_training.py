@@ -11,7 +11,7 @@ from dcgmm_tf import ConstraintSet, evaluation, prepared, training
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.data import load_dataset
 from experiments import results, run, runs
-from tests.helpers import toy_data, toy_npz
+from tests.helpers import parsed_flags, toy_data, toy_npz
 
 METRICS = ["acc", "nmi", "ari", "constraint_satisfaction", "start_acc"]
 
@@ -56,32 +56,25 @@ def test_python_call_gives_the_row_of_the_runner(toy, tmp_path):
 
 
 def test_runner_main_builds_its_configs_from_the_flags(toy, tmp_path):
-    from absl import flags
-
     config, runtime = toy
-    values = flags.FLAGS
-    values.unparse_flags()
-    try:
-        values(
-            [
-                "run",
-                f"--dataset={config.dataset}",
-                "--epochs=2",
-                "--pretrain_epochs=1",
-                "--num_constraints=100",
-                "--latent_dim=2",
-                "--batch_size=32",
-                "--restart_every=2",
-                "--nodeterministic",
-                "--verbose=0",
-                "--eval_every=1",
-                f"--output_dir={runtime.output_dir}",
-                f"--cache_dir={runtime.cache_dir}",
-            ]
-        )
+    with parsed_flags(
+        [
+            "run",
+            f"--dataset={config.dataset}",
+            "--epochs=2",
+            "--pretrain_epochs=1",
+            "--num_constraints=100",
+            "--latent_dim=2",
+            "--batch_size=32",
+            "--restart_every=2",
+            "--nodeterministic",
+            "--verbose=0",
+            "--eval_every=1",
+            f"--output_dir={runtime.output_dir}",
+            f"--cache_dir={runtime.cache_dir}",
+        ]
+    ) as values:
         assert run.configs(values) == (config, runtime)
-    finally:
-        values.unparse_flags()
 
 
 def test_default_start_uses_the_links_and_leaves_vade_as_the_paper(toy, caplog):

@@ -17,6 +17,7 @@ from dcgmm_tf import DCGMM, MLPDecoder, MLPEncoder, pretrain
 from dcgmm_tf.data import constrained_dataset, load_dataset
 from dcgmm_tf.pretraining import labelled_subset
 from dcgmm_tf.validation import check_data, exit_on_user_error
+from tests.helpers import parsed_flags
 
 REPO = Path(__file__).resolve().parents[1]
 FLAGS = flags.FLAGS
@@ -150,35 +151,53 @@ def test_bad_flags_are_rejected_with_message(flag, message):
     """Parsed in this process: single-flag rules by absl (bounds, choices, validators), the rest by the configs."""
     from experiments import run
 
-    FLAGS.unparse_flags()
-    try:
-        with pytest.raises((flags.Error, ValueError)) as error:
-            FLAGS(["run", *flag.split()])
-            run.configs(FLAGS)
-    finally:
-        FLAGS.unparse_flags()
+    with pytest.raises((flags.Error, ValueError)) as error, parsed_flags(["run", *flag.split()]):
+        run.configs(FLAGS)
     assert message in str(error.value)
 
 
-@pytest.mark.parametrize(
-    "runner, args, message",
-    [
-        ("run", ["--epochs=0"], "flag --epochs=0: 0 is not a positive integer"),
-        ("run", ["--dataset=missing.npz"], "error: Dataset file not found: missing.npz"),
-        ("table1", ["--overrides=sdec.nosuch=3", "--methods=sdec"], "error: unknown setting(s) ['nosuch']"),
-        ("fig_samples", ["--restart_every=5", "--cluster_init=gmm"], "error: restart_every needs cluster_init merge"),
-        ("init_quality", ["--strategies=bogus"], "error: --strategies must be among"),
-    ],
-)
-def test_every_runner_reports_bad_input_in_one_line(runner, args, message):
-    """The command line itself: exit status 1 and the message on stderr, never a traceback."""
+RUNNER_ERRORS = [
+    ("run", ["--epochs=0"], "flag --epochs=0: 0 is not a positive integer"),
+    ("run", ["--dataset=missing.npz"], "error: Dataset file not found: missing.npz"),
+    ("table1", ["--overrides=sdec.nosuch=3", "--methods=sdec"], "error: unknown setting(s) ['nosuch']"),
+    ("fig_samples", ["--restart_every=5", "--cluster_init=gmm"], "error: restart_every needs cluster_init merge"),
+]
+
+
+@pytest.mark.parametrize("runner, args, message", RUNNER_ERRORS)
+def test_every_runner_reports_bad_input_in_one_line(runner, args, message, capfd):
+    """Each runner's entry point as its ``__main__`` calls it, in this process: exit status 1 and the message on
+    stderr (Python prints a SystemExit's text there and exits with 1), never a traceback."""
+    import importlib
+
+    from absl import app
+
+    module = importlib.import_module(f"experiments.{runner}")
+    with pytest.raises(SystemExit) as exit_info:
+        try:
+            app.run(exit_on_user_error(module.main), argv=[runner, *args])
+        finally:
+            FLAGS.unparse_flags()
+    code = exit_info.value.code
+    status, stderr = (code, capfd.readouterr().err) if isinstance(code, int) else (1, f"{code}\n")
+    assert status == 1
+    assert message in stderr and "Traceback" not in stderr, stderr[-2000:]
+    if message.startswith("error: "):  # the program's own report is its last line
+        assert stderr.strip().splitlines()[-1].startswith(message)
+
+
+def test_a_runner_reports_bad_input_in_one_line_from_the_command_line():
+    """The same through ``python -m`` in its own process (init_quality's flags clash with the other runners')."""
     proc = subprocess.run(
-        [sys.executable, "-m", f"experiments.{runner}", *args], cwd=REPO, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "experiments.init_quality", "--strategies=bogus"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 1
-    assert message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    if message.startswith("error: "):  # the program's own report is its last line
-        assert proc.stderr.strip().splitlines()[-1].startswith(message)
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: --strategies must be among")
 
 
 @pytest.fixture(name="cli")
@@ -190,22 +209,12 @@ def fixture_cli(tmp_path):
     np.savez(tmp_path / "toy.npz", x_train=x, y_train=y, x_test=x[:10], y_test=y[:10])
 
     def call(*args):
-        FLAGS.unparse_flags()
-        FLAGS(
-            [
-                "run",
-                f"--dataset={tmp_path / 'toy.npz'}",
-                f"--output_dir={tmp_path / 'out'}",
-                "--deterministic=false",
-                *args,
-            ]
-        )
-        with pytest.raises(SystemExit) as exit_info:
+        argv = ["run", f"--dataset={tmp_path / 'toy.npz'}", f"--output_dir={tmp_path / 'out'}", "--nodeterministic"]
+        with pytest.raises(SystemExit) as exit_info, parsed_flags([*argv, *args]):
             exit_on_user_error(run.main)(["run"])
         return str(exit_info.value.code)
 
-    yield call
-    FLAGS.unparse_flags()
+    return call
 
 
 def test_cli_reports_bad_data_and_constraints(cli, tmp_path):
