@@ -129,6 +129,20 @@ class RunConfig:
     )
     link_type: str = setting("both", "Which links to draw.", choices=LINK_TYPES)
     transitive_closure: bool = setting(False, "Close noise-free constraints transitively.")
+    spread_neighbours: int = setting(
+        0,
+        "Spread each answer to the k nearest neighbours (Euclidean, in the input space) of either end of its pair, "
+        "at spread_weight times its weight (0: off, the paper's; not the paper's: see "
+        "dcgmm_tf.constraints.spread).",
+        lower=0,
+        legacy=0,
+    )
+    spread_weight: float = setting(
+        0.5,
+        "With spread_neighbours: a spread pair's share of the weight of the answer it comes from.",
+        rule=(lambda v: 0 < v <= 1, "in (0, 1]"),
+        legacy=0.5,
+    )
     constraints_file: str | None = setting(None, "CSV with columns i,j,weight indexing the training split.", kind=str)
     epochs: int = setting(
         30,

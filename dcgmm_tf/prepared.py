@@ -17,7 +17,7 @@ import numpy as np
 
 from dcgmm_tf import validation
 from dcgmm_tf.config import RunConfig, RuntimeConfig
-from dcgmm_tf.constraints import ConstraintSet
+from dcgmm_tf.constraints import ConstraintSet, spread
 from dcgmm_tf.data import DataSplits
 
 
@@ -114,6 +114,17 @@ def make_constraints(config: RunConfig, y_train: np.ndarray) -> ConstraintSet:
     )
 
 
+def spread_to_neighbours(constraints: ConstraintSet, x: np.ndarray, k: int, factor: float) -> ConstraintSet:
+    """``constraints`` and each answer spread to the ``k`` nearest neighbours in ``x`` (the samples' inputs) of either
+    end of its pair, at ``factor`` times its weight (not the paper's; see :mod:`dcgmm_tf.constraints.spread`)."""
+    if not len(constraints):
+        return constraints
+    c = constraints
+    ends = np.unique(np.concatenate([c.i, c.j]))
+    found = spread.nearest_neighbours(x, ends, k)
+    return ConstraintSet(*spread.spread_pairs(c.i, c.j, c.weight, ends, found, factor), c.num_samples)
+
+
 def run_dir_of(config: RunConfig, data_name: str, runtime: RuntimeConfig) -> Path:
     """Where a run keeps its history, logs, backups and model: ``<output_dir>/runs/<method>-<data>-seed<s>``."""
     return Path(runtime.output_dir) / "runs" / f"{config.method}-{data_name}-seed{config.seed}"
@@ -172,6 +183,8 @@ def prepare_run(
         raise ValueError(
             f"the constraints index {constraints.num_samples} samples but x_train holds {len(data.x_train)}"
         )
+    if config.spread_neighbours and len(constraints):
+        constraints = spread_to_neighbours(constraints, data.x_train, config.spread_neighbours, config.spread_weight)
     if run_dir is not None:
         run_dir = Path(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)

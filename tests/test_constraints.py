@@ -1,5 +1,6 @@
 """Tests for dcgmm_tf.constraints."""
 
+import dataclasses
 import math
 import time
 
@@ -412,3 +413,75 @@ def test_satisfied():
     np.testing.assert_array_equal(c.satisfied([0, 1, 2, 2]), [False, True, True, True])
     with pytest.raises(ValueError, match="shape"):
         c.satisfied([0, 1, 2])
+
+
+# -------------------------------------------------- spread to neighbours ---
+
+
+def test_nearest_neighbours_leave_the_sample_out_also_among_duplicates():
+    from dcgmm_tf.constraints.spread import nearest_neighbours
+
+    rng = np.random.default_rng(0)
+    x = rng.random((40, 3)).astype(np.float32)
+    x[7] = x[3]  # an exact duplicate: each is the other's nearest neighbour
+    samples = np.array([0, 3, 7, 39])
+    found = nearest_neighbours(x, samples, 3)
+    distances = ((x[samples, None] - x[None]) ** 2).sum(-1)
+    distances[np.arange(4), samples] = np.inf
+    np.testing.assert_array_equal(np.sort(distances, 1)[:, :3], np.take_along_axis(distances, found, 1))
+    assert found[1, 0] == 7 and found[2, 0] == 3 and not (found == samples[:, None]).any()
+    with pytest.raises(ValueError, match="k must be in"):
+        nearest_neighbours(x, samples, 40)
+
+
+def test_spread_pairs_follow_the_answers_to_the_neighbours():
+    from dcgmm_tf.constraints.spread import spread_pairs
+
+    given = ConstraintSet([0, 2, 4], [1, 3, 5], [10.0, -10.0, 4.0], 12)
+    ends = np.arange(6)
+    # neighbours of samples 0..5; 3's neighbour is 1 and 4's is 0: the spreads (0, 1) repeat a given pair, (2, 1)
+    # comes as a cannot-link from (2, 3) and as nothing else, (5, 0) as a must-link from (4, 5)
+    neighbours = np.array([[6], [7], [8], [1], [0], [9]])
+    i, j, w = spread_pairs(given.i, given.j, given.weight, ends, neighbours, 0.5)
+    spread = {(min(a, b), max(a, b)): v for a, b, v in zip(i[3:], j[3:], w[3:])}
+    expected = {}
+    for a, b, v in zip(given.i, given.j, given.weight):  # the plain definition
+        for u, t in [(n, b) for n in neighbours[a]] + [(a, n) for n in neighbours[b]]:
+            pair = (min(u, t), max(u, t))
+            if u != t and pair not in set(zip(given.i, given.j)):
+                expected.setdefault(pair, []).append(0.5 * v)
+    expected = {p: max(v, key=abs) for p, v in expected.items() if len(set(np.sign(v))) == 1}
+    assert spread == pytest.approx(expected) and (0, 1) not in spread
+    np.testing.assert_array_equal(i[:3], given.i)
+    # (3, 1) spread from a must-link and a cannot-link is left out; of two must-links the larger weight is kept
+    ends, neighbours = np.arange(3), np.array([[3], [9], [3]])  # samples 0 and 2 have the neighbour 3, 1 has 9
+    i, j, w = spread_pairs(np.array([0, 1]), np.array([1, 2]), np.array([3.0, -5.0]), ends, neighbours, 1.0)
+    assert sorted(zip(i[2:], j[2:], w[2:])) == [(0, 9, 3.0), (2, 9, -5.0)]
+    i, j, w = spread_pairs(np.array([0, 1]), np.array([1, 2]), np.array([3.0, 5.0]), ends, neighbours, 1.0)
+    assert sorted(zip(i[2:], j[2:], w[2:])) == [(0, 9, 3.0), (1, 3, 5.0), (2, 9, 5.0)]
+    with pytest.raises(ValueError, match="factor"):
+        spread_pairs(given.i, given.j, given.weight, ends, neighbours, 0.0)
+
+
+@pytest.mark.parametrize("link_type", ["both", "must", "cannot"])
+def test_a_run_spreads_its_answers_when_asked(link_type):
+    from dcgmm_tf import prepared
+    from dcgmm_tf.config import RunConfig
+    from dcgmm_tf.data import DataSplits
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 300)
+    x = (0.1 + 0.8 * np.eye(3)[y].repeat(4, 1) + rng.normal(0, 0.05, (300, 12))).clip(0, 1).astype(np.float32)
+    data = DataSplits(x, y.astype(np.int64), x[:30], y[:30].astype(np.int64), name="toy", likelihood="bernoulli")
+    config = RunConfig(num_constraints=40, q=0.1, link_type=link_type, num_clusters=3)
+    given = prepared.prepare_run(config, data).constraints
+    spread = prepared.prepare_run(
+        dataclasses.replace(config, spread_neighbours=2, spread_weight=0.25), data
+    ).constraints
+    assert len(given) == 40 < len(spread) <= 40 * 5
+    kept = {(a, b): w for a, b, w in zip(spread.i, spread.j, spread.weight)}
+    assert all(kept[(a, b)] == w for a, b, w in zip(given.i, given.j, given.weight))  # every answer as given
+    extra = np.array([w for p, w in kept.items() if p not in set(zip(given.i, given.j))])
+    assert np.isin(np.abs(extra), 0.25 * np.abs(given.weight)).all()  # at a quarter of an answer's weight
+    assert set(np.sign(extra)) == set(np.sign(given.weight))  # must-link-only stays must-link-only, and so on
+    assert np.mean((y[spread.i] == y[spread.j]) == (spread.weight > 0)) > 0.85  # the neighbours share the class

@@ -9,7 +9,8 @@ pairs and never quadratic in the number of samples.
 Modules: `store` (the `ConstraintSet` class), `canonical` (checking and
 canonicalising pairs), `lookups` (the entries of batches' blocks), `confidence`
 (`default_alpha`, `flip_probability`), `sampling` (drawing pairs from labels),
-`csv_io` (constraint files), `closure` (transitive closure), `arguments`
+`csv_io` (constraint files), `closure` (transitive closure), `spread` (answers
+spread to nearest neighbours), `arguments`
 (`as_constraint_set`) and `arrays` (index validation). Dependencies point one way: `store` imports the others, which
 work on plain arrays and never import `store`.
 """
