@@ -29,6 +29,7 @@ from dcgmm_tf.constraints import ConstraintSet, as_constraint_set
 from dcgmm_tf.fitting import FitSchedule, fit_mixture
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.networks import PAPER_HIDDEN_UNITS, MLPDecoder, MLPEncoder
+from dcgmm_tf.prepared import spread_to_neighbours
 from dcgmm_tf.pretraining import start_mixture
 
 _RUNNER_DEFAULTS = RunConfig.__dataclass_fields__
@@ -126,6 +127,10 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
       alpha: Confidence |W_ij| of the pairs given as ``ml`` / ``cl`` (1e4: the paper's hard constraints; for pairs
         that are wrong with probability q, ``dcgmm_tf.default_alpha(q)``). A ``ConstraintSet`` brings its own
         weights.
+      spread_neighbours: Also give each pair's answer to the pairs one of the ``spread_neighbours`` nearest
+        neighbours (in the scaled X) away from either end, at ``spread_weight`` times its weight (0: off, the
+        paper's; not the paper's, see :mod:`dcgmm_tf.constraints.spread`).
+      spread_weight: A spread pair's share of the weight of the answer it comes from, in (0, 1].
       batch_size: Training and pretraining batch size; "auto": 256, smaller for small data.
       learning_rate: Initial Adam learning rate (decayed x0.9 every fifth of the epochs).
       cluster_init: Start of the mixture, "latent_class", "merge" or "gmm": GMM components grouped by the
@@ -166,6 +171,8 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         epochs: int | str = "auto",
         pretrain_epochs: int | str = "auto",
         alpha: float = 1e4,
+        spread_neighbours: int = 0,
+        spread_weight: float = 0.5,
         batch_size: int | str = "auto",
         learning_rate: float = 1e-3,
         cluster_init: str = "latent_class",
@@ -182,6 +189,8 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.epochs = epochs
         self.pretrain_epochs = pretrain_epochs
         self.alpha = alpha
+        self.spread_neighbours = spread_neighbours
+        self.spread_weight = spread_weight
         self.batch_size = batch_size
         self.learning_rate = learning_rate
         self.cluster_init = cluster_init
@@ -236,6 +245,12 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             self.likelihood_ = "bernoulli" if X.min() >= 0 and X.max() <= 1 else "gaussian"
         self.offset_, self.scale_ = input_scaling(X, self.likelihood_, self.scaling)
         x = validation.check_data(self._scaled(X), likelihood=self.likelihood_, name="X")
+        if not isinstance(self.spread_neighbours, numbers.Integral):
+            raise ValueError(f"spread_neighbours must be a non-negative integer, got {self.spread_neighbours!r}")
+        for name in ("spread_neighbours", "spread_weight"):
+            check_field(name, getattr(self, name), _RUNNER_DEFAULTS[name].metadata)
+        if self.spread_neighbours:
+            constraints = spread_to_neighbours(constraints, x, self.spread_neighbours, self.spread_weight)
         if auto:
             z = self._pretrained(x, 2, seed).embed(x)
             self.cluster_count_ = choose_num_clusters(z, constraints, candidates, seed=seed)

@@ -49,6 +49,19 @@ def test_fit_with_pairs_gives_labels_probabilities_and_embedding():
     assert len(est.history_["loss"]) == 2
 
 
+def test_answers_spread_to_neighbours_train_with_more_pairs():
+    x, y = toy_data(120)
+    constraints = ConstraintSet.from_labels(y, 30, seed=0, alpha=100.0)
+    est = DCGMMClustering(2, spread_neighbours=2, spread_weight=0.25, **TINY).fit(x, constraints=constraints)
+    trained = est.constraints_
+    assert len(constraints) < len(trained) <= 5 * len(constraints) and est.labels_.shape == (120,)
+    assert set(np.abs(trained.weight)) == {100.0, 25.0}  # the given answers and the spread ones at a quarter
+    bad_values = [({"spread_neighbours": 1.5}, "spread_neighbours must be"), ({"spread_weight": 2.0}, r"in \(0, 1\]")]
+    for bad, message in bad_values:
+        with pytest.raises(ValueError, match=message):
+            DCGMMClustering(2, **bad, **TINY).fit(x, constraints=constraints)
+
+
 def test_fit_with_a_constraint_set_and_without_constraints():
     x, y = toy_data(120)
     constraints = ConstraintSet.from_labels(y, 50, seed=0, alpha=500.0)
