@@ -119,10 +119,10 @@ def spread_to_neighbours(constraints: ConstraintSet, x: np.ndarray, k: int, fact
     end of its pair, at ``factor`` times its weight (not the paper's; see :mod:`dcgmm_tf.constraints.spread`)."""
     if not len(constraints):
         return constraints
-    c = constraints
-    ends = np.unique(np.concatenate([c.i, c.j]))
+    i, j, weight = constraints.i, constraints.j, constraints.weight
+    ends = np.unique(np.concatenate([i, j]))
     found = spread.nearest_neighbours(x, ends, k)
-    return ConstraintSet(*spread.spread_pairs(c.i, c.j, c.weight, ends, found, factor), c.num_samples)
+    return ConstraintSet(*spread.spread_pairs(i, j, weight, ends, found, factor), constraints.num_samples)
 
 
 def run_dir_of(config: RunConfig, data_name: str, runtime: RuntimeConfig) -> Path:
@@ -183,7 +183,7 @@ def prepare_run(
         raise ValueError(
             f"the constraints index {constraints.num_samples} samples but x_train holds {len(data.x_train)}"
         )
-    if config.spread_neighbours and len(constraints):
+    if config.spread_neighbours:
         constraints = spread_to_neighbours(constraints, data.x_train, config.spread_neighbours, config.spread_weight)
     if run_dir is not None:
         run_dir = Path(run_dir)
