@@ -23,7 +23,7 @@ from dcgmm_tf.config import RunConfig, RuntimeConfig, check_fields, setting
 from dcgmm_tf.constraints import ConstraintSet, default_alpha
 from dcgmm_tf.data import DataSplits
 from dcgmm_tf.model import DCGMM
-from dcgmm_tf.prepared import PreparedRun, prepare_run
+from dcgmm_tf.prepared import PreparedRun, prepare_run, training_pairs
 from dcgmm_tf.pretraining import load_cached_weights, save_cached_weights
 from dcgmm_tf.process_state import precision_policy
 from dcgmm_tf.starting import started_model
@@ -168,6 +168,7 @@ def simulate(
         config,
         data,
         constraints=lambda y: ConstraintSet.from_labels(y, schedule.start_pairs, alpha=weight, seed=config.seed),
+        spread=False,  # the budgets count answered pairs; each round spreads what has been answered
     )
     with precision_policy(config.mixed_precision):
         return _curves(config, run, strategies, schedule, runtime, report, weight, clock)
@@ -186,7 +187,8 @@ def _curves(
     """The rows of :func:`simulate` for the prepared ``run`` (its constraints: the start's random pairs)."""
     x_train, y_train, x_test, y_test = run.inputs
     start = run.constraints
-    model = trained_start(config, run, runtime, schedule.start_epochs)
+    spread_run = dataclasses.replace(run, constraints=training_pairs(config, x_train, start))
+    model = trained_start(config, spread_run, runtime, schedule.start_epochs)
     start_scores = _scores(model, x_test, y_test, runtime.eval_batch_size)
     start_seconds = time.perf_counter() - clock
     logging.info("seed %d: start with %d random pairs, test ACC %.4f", config.seed, len(start), start_scores["acc"])
@@ -216,7 +218,9 @@ def _curves(
                     model, config, x_train, constraints, budget - len(constraints), strategy, number, runtime
                 )
                 constraints = active.answered(constraints, pairs, y_train, weight)
-            train_round(model, config, x_train, constraints, runtime, number, round_epochs)
+            train_round(
+                model, config, x_train, training_pairs(config, x_train, constraints), runtime, number, round_epochs
+            )
             epochs += round_epochs
             scores = _scores(model, x_test, y_test, runtime.eval_batch_size)
             curve.append(

@@ -125,6 +125,14 @@ def spread_to_neighbours(constraints: ConstraintSet, x: np.ndarray, k: int, fact
     return ConstraintSet(*spread.spread_pairs(i, j, weight, ends, found, factor), constraints.num_samples)
 
 
+def training_pairs(config: RunConfig, x_train: np.ndarray, answered: ConstraintSet) -> ConstraintSet:
+    """The pairs a run of ``config`` trains with: the ``answered`` ones, spread to nearest neighbours in
+    ``x_train`` when ``config.spread_neighbours`` is set (see :func:`spread_to_neighbours`)."""
+    if not config.spread_neighbours:
+        return answered
+    return spread_to_neighbours(answered, x_train, config.spread_neighbours, config.spread_weight)
+
+
 def run_dir_of(config: RunConfig, data_name: str, runtime: RuntimeConfig) -> Path:
     """Where a run keeps its history, logs, backups and model: ``<output_dir>/runs/<method>-<data>-seed<s>``."""
     return Path(runtime.output_dir) / "runs" / f"{config.method}-{data_name}-seed{config.seed}"
@@ -138,6 +146,7 @@ def prepare_run(
     num_clusters: int | None = None,
     run_dir: str | Path | None = None,
     use_subsets: bool = True,
+    spread: bool = True,
 ) -> PreparedRun:
     """The prepared run of ``config`` on ``data``; each split is checked here, once.
 
@@ -150,6 +159,8 @@ def prepare_run(
         to be chosen by the trainer, see :func:`dcgmm_tf.starting.with_chosen_clusters`).
       run_dir: The run folder, made here (None: the run writes no files).
       use_subsets: Cut the data to the subsets of ``config`` (off: ``data`` as given).
+      spread: Give the run the :func:`training_pairs` of its constraints (off: the answered pairs alone, for a
+        caller that adds answers and spreads them itself, as the active loop does each round).
 
     Returns:
       The prepared run.
@@ -183,8 +194,8 @@ def prepare_run(
         raise ValueError(
             f"the constraints index {constraints.num_samples} samples but x_train holds {len(data.x_train)}"
         )
-    if config.spread_neighbours:
-        constraints = spread_to_neighbours(constraints, data.x_train, config.spread_neighbours, config.spread_weight)
+    if spread:
+        constraints = training_pairs(config, data.x_train, constraints)
     if run_dir is not None:
         run_dir = Path(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)

@@ -113,14 +113,15 @@ def suggest(config: RunConfig, runtime: RuntimeConfig, strategy: str, num_pairs:
     ``output`` (``i,j,weight`` with the weight left empty); returns the number written."""
     from dcgmm_tf.active import suggest_pairs
     from dcgmm_tf.data import load_dataset
-    from dcgmm_tf.prepared import prepare_run, run_dir_of
+    from dcgmm_tf.prepared import prepare_run, run_dir_of, training_pairs
     from dcgmm_tf.storage import write_atomically
     from dcgmm_tf.training import train_prepared
 
     data = load_dataset(config.dataset, runtime.data_dir, image_size=config.image_size)
-    run = prepare_run(config, data, run_dir=run_dir_of(config, data.name, runtime))
-    trained = train_prepared(config, run, runtime)
-    pairs = suggest_pairs(
+    run = prepare_run(config, data, run_dir=run_dir_of(config, data.name, runtime), spread=False)
+    spread = training_pairs(config, run.inputs.x_train, run.constraints)
+    trained = train_prepared(config, dataclasses.replace(run, constraints=spread), runtime)
+    pairs = suggest_pairs(  # new to the answered pairs (a spread pair may be asked about)
         trained.model,
         run.inputs.x_train,
         run.constraints,

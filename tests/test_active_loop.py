@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dcgmm_tf import ConstraintSet, prepared
+from dcgmm_tf import ConstraintSet, active_loop, prepared
 from dcgmm_tf.active_loop import ActiveSchedule, simulate
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.data import load_dataset
@@ -39,6 +39,24 @@ def test_loop_adds_the_pairs_of_each_round_from_one_start(toy):
     assert again[3]["num_pairs"] == 70 and again[3]["epochs"] == 4  # trained on without new pairs
     with pytest.raises(ValueError, match="method dcgmm"):
         simulate(dataclasses.replace(config, method="vade"), load_dataset(config.dataset), ["random"], schedule)
+
+
+def test_loop_counts_answered_pairs_and_trains_each_round_on_their_spread(toy, monkeypatch):
+    config, runtime = toy
+    config = dataclasses.replace(config, spread_neighbours=1)
+    trained_with = []
+    fit = active_loop.fit_config
+
+    def recording_fit(model, config, x, constraints, *args, **kwargs):
+        trained_with.append(len(constraints))
+        return fit(model, config, x, constraints, *args, **kwargs)
+
+    monkeypatch.setattr(active_loop, "fit_config", recording_fit)
+    schedule = ActiveSchedule(start_pairs=20, budgets=(40, 70), start_epochs=1, round_epochs=1)
+    rows = simulate(config, load_dataset(config.dataset), ["random"], schedule, runtime)
+    assert [row["num_pairs"] for row in rows] == [20, 40, 70]  # the budgets count the answers, not their spread
+    assert len(trained_with) == 3
+    assert all(answered < spread <= 3 * answered for answered, spread in zip([20, 40, 70], trained_with))
 
 
 def test_runner_writes_curves_once_and_suggests_pairs_to_answer(toy, tmp_path):

@@ -1,6 +1,7 @@
 """The labelling page: answers on disk, the session's rounds against the simulated loop, the web handlers, and one
 run in a real browser (headless Chromium)."""
 
+import dataclasses
 import time
 
 import numpy as np
@@ -73,8 +74,10 @@ def answer_from_labels(session, labels, count=None):
     return answered
 
 
-def test_session_answered_from_labels_is_the_simulated_loop_and_resumes(toy, tmp_path):
+@pytest.mark.parametrize("spread_neighbours", [0, 1])
+def test_session_answered_from_labels_is_the_simulated_loop_and_resumes(toy, tmp_path, spread_neighbours):
     config, runtime, data = toy
+    config = dataclasses.replace(config, spread_neighbours=spread_neighbours)  # both spread the answers alike
     other_cache = RuntimeConfig(verbose=0, output_dir=str(tmp_path / "out"), cache_dir=str(tmp_path / "cache2"))
     simulated = simulate(config, data, ["anchor"], SCHEDULE, other_cache)
     session = LabellingSession(config, data, tmp_path / "label", SCHEDULE, "anchor", runtime)

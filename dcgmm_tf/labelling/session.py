@@ -31,7 +31,7 @@ from dcgmm_tf.constraints import ConstraintSet, default_alpha, random_pairs
 from dcgmm_tf.data import DataSplits
 from dcgmm_tf.labelling.answers import AnswerBook
 from dcgmm_tf.model import DCGMM
-from dcgmm_tf.prepared import prepare_run
+from dcgmm_tf.prepared import prepare_run, training_pairs
 from dcgmm_tf.pretraining import load_cached_weights, save_cached_weights
 from dcgmm_tf.process_state import precision_policy, process_seeds
 from dcgmm_tf.starting import make_model
@@ -205,6 +205,7 @@ class LabellingSession:
         retrains = int(self.state["retrains"])
         config, schedule, x_train = self.config, self.schedule, self.run.inputs.x_train
         counter = [_EpochCounter(self.progress)]
+        answered, constraints = constraints, training_pairs(config, x_train, constraints)
         if retrains == 0:
             model = trained_start(
                 config,
@@ -219,7 +220,7 @@ class LabellingSession:
             train_round(model, config, x_train, constraints, self.runtime, retrains, schedule.round_epochs, counter)
             epochs = self.state["rounds"][-1]["epochs"] + schedule.round_epochs
         self._model = model
-        row = {"retrain": retrains, "num_pairs": len(constraints), "epochs": epochs, **self._scores(model)}
+        row = {"retrain": retrains, "num_pairs": len(answered), "epochs": epochs, **self._scores(model)}
         clusters = self._typical_members(model)
         self.progress.phase = "suggesting"
         number = retrains + 1  # the round whose pairs come next
@@ -246,7 +247,7 @@ class LabellingSession:
         for old in self.folder.glob("model-retrain*.weights.h5*"):  # the weights of earlier retrains
             if not old.name.startswith(weights.name):
                 old.unlink(missing_ok=True)
-        logging.info("retrain %d on %d answers: %s", retrains, len(constraints), row)
+        logging.info("retrain %d on %d answers: %s", retrains, len(answered), row)
 
     def _current_model(self) -> DCGMM:
         if self._model is not None:
