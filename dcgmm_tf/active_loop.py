@@ -196,7 +196,7 @@ def _curves(
     rows = []
     for strategy in strategies:
         model.set_weights(start_weights)
-        constraints, epochs = start, schedule.start_epochs
+        constraints, trained_on, epochs = start, spread_run.constraints, schedule.start_epochs
         curve = [
             {
                 "strategy": strategy,
@@ -218,9 +218,8 @@ def _curves(
                     model, config, x_train, constraints, budget - len(constraints), strategy, number, runtime
                 )
                 constraints = active.answered(constraints, pairs, y_train, weight)
-            train_round(
-                model, config, x_train, training_pairs(config, x_train, constraints), runtime, number, round_epochs
-            )
+                trained_on = training_pairs(config, x_train, constraints)  # spread once per new set of answers
+            train_round(model, config, x_train, trained_on, runtime, number, round_epochs)
             epochs += round_epochs
             scores = _scores(model, x_test, y_test, runtime.eval_batch_size)
             curve.append(
