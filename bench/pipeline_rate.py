@@ -10,6 +10,12 @@ them in a Python loop (``for batch in dataset``, reported too) adds the eager it
 ``fit`` does not pay. Both read the epochs through one iterator of the repeated dataset; ``fit`` opens a new
 iterator every epoch, whose first batch waits for the epoch's preparation unless it was made ahead. The third
 figure reads each epoch with its own ``Dataset.reduce`` (a new iterator per epoch, back to back), as ``fit`` does.
+
+``fit_mixture`` (the library's training) reads another pipeline: ``epoch_row_dataset``, the same batches as rows
+of indices and W entries, each made into ``(x, W)`` inside the training step (``DCGMM.batch_source``). Two more
+figures measure it, epoch by epoch: its rows alone (``Dataset.reduce``, as above: what the step waits for), and
+its rows made into the batches inside a ``tf.function`` with a new iterator per epoch (the pipeline plus the work
+that moved into the step).
 The data are random in [0, 1] with constraints drawn from random labels; the cost does not
 depend on the values.
 """
@@ -38,6 +44,7 @@ def main(argv):
     from bench.common import machine, report
     from dcgmm_tf import ConstraintSet
     from dcgmm_tf.data import constrained_dataset
+    from dcgmm_tf.data.pipeline import batch_from_row, epoch_row_dataset, host_tensor
 
     rng = np.random.default_rng(0)
     x = rng.random((FLAGS.num_samples, FLAGS.num_features), dtype=np.float32)
@@ -69,11 +76,31 @@ def main(argv):
     def read_epoch():  # a new iterator for the epoch, as fit opens one per epoch
         return dataset.reduce(tf.constant(0.0), lambda total, batch: total + batch[0][0, 0] + batch[1][0, 0])
 
-    read_epoch()  # traces
-    start = time.perf_counter()
-    for _ in range(FLAGS.epochs):
-        read_epoch().numpy()
-    epoch_seconds = time.perf_counter() - start
+    rows = epoch_row_dataset(len(x), constraints, steps, FLAGS.batch, 0, FLAGS.layout, 0)
+    samples = host_tensor(x)
+
+    @tf.function
+    def read_rows():  # the rows alone, a new iterator per epoch
+        return rows.reduce(tf.constant(0.0), lambda total, row: total + tf.cast(row["indices"][0], tf.float32))
+
+    @tf.function
+    def make_batches():  # the rows made into batches in the graph, as the training step does, new iterator
+        iterator, total = iter(rows), tf.constant(0.0)
+        for _ in tf.range(steps):
+            x_batch, w_batch = batch_from_row(samples, next(iterator))
+            total += x_batch[0, 0] + w_batch[0, 0]
+        return total
+
+    def epochs_seconds(read) -> float:
+        read()  # traces
+        start = time.perf_counter()
+        for _ in range(FLAGS.epochs):
+            read().numpy()
+        return time.perf_counter() - start
+
+    epoch_seconds = epochs_seconds(read_epoch)
+    rows_seconds = epochs_seconds(read_rows)
+    made_seconds = epochs_seconds(make_batches)
     report(
         {
             "machine": machine(),
@@ -86,6 +113,8 @@ def main(argv):
             "ms_per_batch": 1000 * seconds / batches,
             "python_loop_batches_per_s": batches / python_seconds,
             "epoch_by_epoch_batches_per_s": batches / epoch_seconds,
+            "fit_rows_epoch_by_epoch_batches_per_s": batches / rows_seconds,
+            "fit_rows_made_in_graph_batches_per_s": batches / made_seconds,
         },
         FLAGS.output,
     )

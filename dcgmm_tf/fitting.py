@@ -8,6 +8,7 @@ arguments). The optimizer is made by :func:`make_optimizer` from :func:`learning
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 from collections.abc import Sequence
@@ -19,7 +20,7 @@ import tensorflow as tf
 
 from dcgmm_tf.callbacks import NonFiniteLossGuard, TrainingBackup, trim_history
 from dcgmm_tf.constraints import ConstraintSet
-from dcgmm_tf.data.pipeline import checked_inputs, epoch_dataset, steps_per_epoch
+from dcgmm_tf.data.pipeline import checked_inputs, epoch_dataset, epoch_row_dataset, steps_per_epoch
 from dcgmm_tf.distribute import distributed_epoch_dataset, is_multi_worker
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.optimizers import FusedAdam
@@ -199,16 +200,20 @@ def fit_mixture(
     fit_args = {}
     if distributed:
         data, fit_args["steps_per_epoch"] = distributed_epoch_dataset(strategy, x, constraints, *args), steps
-    else:
-        data = epoch_dataset(x, constraints, steps, *args)
-    history = model.fit(
-        data,
-        epochs=schedule.epochs,
-        initial_epoch=initial_epoch,
-        callbacks=callbacks,
-        verbose=verbose,
-        shuffle=False,
-        **fit_args,
-    )
+        source = contextlib.nullcontext()
+    elif jit_compile:  # an XLA step would take the whole captured x to its device: tf.data makes the batches
+        data, source = epoch_dataset(x, constraints, steps, *args), contextlib.nullcontext()
+    else:  # the step makes each batch itself, on the host: the input pipeline only slices the epoch's rows
+        data, source = epoch_row_dataset(len(x), constraints, steps, *args), model.batch_source(x)
+    with source:
+        history = model.fit(
+            data,
+            epochs=schedule.epochs,
+            initial_epoch=initial_epoch,
+            callbacks=callbacks,
+            verbose=verbose,
+            shuffle=False,
+            **fit_args,
+        )
     guard.raise_if_stopped()
     return history.history

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from dcgmm_tf import losses
+from dcgmm_tf.data.pipeline import batch_from_row, host_tensor
 from dcgmm_tf.distribute import is_multi_worker
 from dcgmm_tf.networks import MLPDecoder, MLPEncoder
 
@@ -20,7 +22,8 @@ class DCGMM(keras.Model):
     """Deep Conditional Gaussian Mixture Model (Manduchi et al., NeurIPS 2021).
 
     ``fit`` takes batches ``(x, W)`` where ``W`` is the batch's B x B submatrix of the constraint matrix
-    (see :func:`dcgmm_tf.data.constrained_dataset`); batches of ``x`` alone train VaDE (W = 0).
+    (see :func:`dcgmm_tf.data.constrained_dataset`); batches of ``x`` alone train VaDE (W = 0). Inside
+    :meth:`batch_source`, it also takes batches as rows of sample indices and W entries, and makes them itself.
     ``predict`` returns the cluster probabilities p(c|x), computed at the embedding mean mu(x).
 
     Args:
@@ -85,6 +88,7 @@ class DCGMM(keras.Model):
         self.reconstruction_tracker = keras.metrics.Mean(name="reconstruction")
         self.cluster_kl_tracker = keras.metrics.Mean(name="cluster_kl")
         self.constraint_tracker = keras.metrics.Mean(name="constraint")
+        self._batch_samples = None  # the data that batches given as rows index (batch_source)
         self.build((None, *self.sample_shape))
 
     def build(self, input_shape):
@@ -250,8 +254,24 @@ class DCGMM(keras.Model):
             results = {name: value[None] for name, value in results.items()}
         return results
 
-    @staticmethod
-    def _unpack(data):
+    @contextlib.contextmanager
+    def batch_source(self, x: np.ndarray) -> Iterator[None]:
+        """Within it, the steps take batches given as rows of :func:`dcgmm_tf.data.pipeline.epoch_row_dataset` and
+        gather their samples from ``x`` themselves, on the device that holds ``x`` (the host), as part of the
+        compiled step: ``fit(epoch_row_dataset(len(x), ...))`` trains exactly as ``fit(constrained_dataset(x,
+        ...))``, without tf.data's per-batch work (docs/performance.md). ``x`` must not change meanwhile."""
+        self._batch_samples = host_tensor(x)
+        try:
+            yield
+        finally:
+            self._batch_samples = None
+
+    def _unpack(self, data):
+        if isinstance(data, dict):  # a row of epoch_row_dataset
+            if self._batch_samples is None:
+                raise ValueError("batches given as rows need the data: fit inside DCGMM.batch_source(x)")
+            with tf.device(self._batch_samples.device):
+                return batch_from_row(self._batch_samples, data)
         if isinstance(data, (tuple, list)):
             return data[0], (data[1] if len(data) > 1 else None)
         return data, None

@@ -83,7 +83,7 @@ def test_distributed_pipeline_gives_the_parts_of_the_batch_by_batch_reference(la
     """The whole epoch's parts, made at once in the tf.data graph, equal those of epoch_elements bit for bit."""
     import tensorflow as tf
 
-    from dcgmm_tf.data.pipeline import batch_elements, epoch_arrays
+    from dcgmm_tf.data.pipeline import ROW_KEYS, batch_elements, epoch_arrays
     from dcgmm_tf.distribute import distributed_constrained_dataset
 
     rng = np.random.default_rng(2)
@@ -95,7 +95,7 @@ def test_distributed_pipeline_gives_the_parts_of_the_batch_by_batch_reference(la
                 epoch_elements(x, constraints, 40, np.random.default_rng([7, epoch]), layout, num_replicas=replicas)
             )
             arrays = epoch_arrays(len(x), constraints, 40, 7, epoch, layout, num_replicas=replicas)
-            got = list(batch_elements(tf.data.Dataset.from_tensor_slices(arrays), x))
+            got = list(batch_elements(tf.data.Dataset.from_tensor_slices(dict(zip(ROW_KEYS, arrays))), x))
             assert len(got) == len(expected)
             for (x_got, w_got), (x_expected, w_expected) in zip(got, expected):
                 np.testing.assert_array_equal(x_got.numpy(), x_expected)

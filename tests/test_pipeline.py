@@ -237,3 +237,37 @@ def test_host_tensor_holds_the_values_and_shares_an_aligned_float32_array():
     np.testing.assert_array_equal(checked, x.astype(np.float32))
     checked[0, 0] = -7.0
     assert tf.gather(host_tensor(checked), [0]).numpy()[0, 0] == -7.0
+
+
+def test_a_step_that_makes_its_batches_from_rows_trains_as_the_batches_do(setup):
+    import keras
+
+    from dcgmm_tf import DCGMM, MLPDecoder, MLPEncoder
+    from dcgmm_tf.data.pipeline import epoch_row_dataset
+
+    labels, constraints = setup
+    x = np.random.default_rng(2).random((len(labels), 12), dtype=np.float32)
+
+    def trained(rows: bool) -> list[np.ndarray]:
+        keras.utils.set_random_seed(0)
+        model = DCGMM(
+            (12,), 3, encoder=MLPEncoder(2, hidden_units=(8,)), decoder=MLPDecoder(12, hidden_units=(8,)), seed=0
+        )
+        model.compile(optimizer=keras.optimizers.Adam(1e-2), steps_per_execution=4)
+        if not rows:
+            model.fit(constrained_dataset(x, constraints, batch_size=32, seed=3, initial_epoch=1), epochs=2, verbose=0)
+        else:
+
+            def rows_from(epoch):
+                steps = steps_per_epoch(len(x), constraints, 32)
+                return epoch_row_dataset(len(x), constraints, steps, 32, 3, "separate", epoch)
+
+            with pytest.raises(ValueError, match="batch_source"):
+                model.train_step(next(iter(rows_from(1))))  # a row, and no data to make its batch from
+            with model.batch_source(x):
+                model.fit(rows_from(1), epochs=2, verbose=0)
+            assert model._batch_samples is None  # the data is let go after the fit
+        return model.get_weights()
+
+    for made_in_step, made_by_tf_data in zip(trained(rows=True), trained(rows=False), strict=True):
+        np.testing.assert_array_equal(made_in_step, made_by_tf_data)  # the same batches, bit for bit

@@ -238,20 +238,24 @@ def shuffled_batches(x: np.ndarray, batch_size: int, seed: int) -> tf.data.Datas
     return order.map(lambda indices: tf.gather(samples, indices))
 
 
+ROW_KEYS = ("indices", "length", "positions", "weights", "count")
+
+
+def batch_from_row(samples: tf.Tensor, row: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
+    """``(x_batch, W_batch)`` of one batch given as a row of :func:`epoch_arrays` (a dict over :data:`ROW_KEYS`):
+    its samples gathered from ``samples`` and its W block scattered from its entries."""
+    length, count = row["length"], row["count"]
+    return (
+        tf.gather(samples, row["indices"][:length]),
+        tf.scatter_nd(row["positions"][:count], row["weights"][:count], tf.stack([length, length])),
+    )
+
+
 def batch_elements(dataset: tf.data.Dataset, x: np.ndarray) -> tf.data.Dataset:
-    """``(x_batch, W_batch)`` of each batch of ``dataset`` (the rows of :func:`epoch_arrays`): its samples gathered
-    from ``x`` (one :func:`host_tensor`) and its W block scattered from its entries, by TensorFlow ops."""
+    """``(x_batch, W_batch)`` of each batch of ``dataset`` (the rows of :func:`epoch_arrays`, dicts over
+    :data:`ROW_KEYS`), made by :func:`batch_from_row` from ``x`` (one :func:`host_tensor`) in the input graph."""
     samples = host_tensor(x)
-
-    def element(
-        indices: tf.Tensor, length: tf.Tensor, positions: tf.Tensor, weights: tf.Tensor, count: tf.Tensor
-    ) -> tuple[tf.Tensor, tf.Tensor]:
-        return (
-            tf.gather(samples, indices[:length]),
-            tf.scatter_nd(positions[:count], weights[:count], tf.stack([length, length])),
-        )
-
-    return dataset.map(element, num_parallel_calls=2, deterministic=True)
+    return dataset.map(lambda row: batch_from_row(samples, row), num_parallel_calls=2, deterministic=True)
 
 
 def checked_inputs(
@@ -270,8 +274,8 @@ def checked_inputs(
 
 
 def epoch_rows(make: Callable[[int], tuple[np.ndarray, ...]], epochs: tf.data.Dataset) -> tf.data.Dataset:
-    """The batches (rows of :func:`epoch_arrays`) of every epoch number in ``epochs``, one element each; ``make(epoch)``
-    makes an epoch's arrays in Python, once per epoch.
+    """The batches (rows of :func:`epoch_arrays`, dicts over :data:`ROW_KEYS`) of every epoch number in ``epochs``,
+    one element each; ``make(epoch)`` makes an epoch's arrays in Python, once per epoch.
 
     ``make`` runs in a ``tf.numpy_function``, not in ``Dataset.from_generator``: this pipeline reads 1.3-1.4 times
     faster epoch by epoch without the generator's dataset op, which also lowers glibc's trim threshold to 128 kB
@@ -284,7 +288,7 @@ def epoch_rows(make: Callable[[int], tuple[np.ndarray, ...]], epochs: tf.data.Da
         )
         for array, spec in zip(arrays, EPOCH_SIGNATURE):
             array.set_shape(spec.shape)
-        return tf.data.Dataset.from_tensor_slices(tuple(arrays))
+        return tf.data.Dataset.from_tensor_slices(dict(zip(ROW_KEYS, arrays)))
 
     return epochs.flat_map(rows)
 
@@ -319,12 +323,34 @@ def epoch_dataset(
     initial_epoch: int,
 ) -> tf.data.Dataset:
     """:func:`constrained_dataset` for inputs that :func:`checked_inputs` returned already (``steps`` batches)."""
+    rows = epoch_row_dataset(len(x), constraints, steps, batch_size, seed, layout, initial_epoch, prefetch=False)
+    return prefetch_without_autotune(batch_elements(rows, x))
+
+
+def epoch_row_dataset(
+    num_samples: int,
+    constraints: ConstraintSet,
+    steps: int,
+    batch_size: int,
+    seed: int,
+    layout: str,
+    initial_epoch: int,
+    prefetch: bool = True,
+) -> tf.data.Dataset:
+    """The batches of :func:`constrained_dataset` as rows of :func:`epoch_arrays` (dicts over :data:`ROW_KEYS`),
+    ``steps`` per epoch, for a training step that makes each batch itself (:func:`batch_from_row`, as
+    ``DCGMM.train_step`` does given :meth:`DCGMM.batch_source`); prefetched unless ``prefetch`` is False.
+
+    Nothing runs per batch but slicing the epoch's arrays: the gather of the batch's samples (0.8 MB for a batch of
+    256 x 784) is the part of the input pipeline that tf.data ran slowest (docs/performance.md), and inside the
+    step it is an op of the compiled training loop.
+    """
     epoch = [initial_epoch]
-    arrays = EpochsAhead(lambda e: epoch_arrays(len(x), constraints, batch_size, seed, e, layout))
+    arrays = EpochsAhead(lambda e: epoch_arrays(num_samples, constraints, batch_size, seed, e, layout))
 
     def next_epoch(_: int) -> tuple[np.ndarray, ...]:  # every new iterator (fit opens one per epoch) is the next
         epoch[0] += 1
         return arrays(epoch[0] - 1)
 
-    dataset = batch_elements(epoch_rows(next_epoch, tf.data.Dataset.range(1)), x)
-    return prefetch_without_autotune(dataset.apply(tf.data.experimental.assert_cardinality(steps)))
+    rows = epoch_rows(next_epoch, tf.data.Dataset.range(1)).apply(tf.data.experimental.assert_cardinality(steps))
+    return prefetch_without_autotune(rows) if prefetch else rows
