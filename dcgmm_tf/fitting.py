@@ -197,12 +197,11 @@ def fit_mixture(
             backup,
         ]
     args = (schedule.batch_size, schedule.seed, schedule.layout, initial_epoch)
-    fit_args = {}
+    fit_args, source = {}, contextlib.nullcontext()
     if distributed:
         data, fit_args["steps_per_epoch"] = distributed_epoch_dataset(strategy, x, constraints, *args), steps
-        source = contextlib.nullcontext()
     elif jit_compile:  # an XLA step would take the whole captured x to its device: tf.data makes the batches
-        data, source = epoch_dataset(x, constraints, steps, *args), contextlib.nullcontext()
+        data = epoch_dataset(x, constraints, steps, *args)
     else:  # the step makes each batch itself, on the host: the input pipeline only slices the epoch's rows
         data, source = epoch_row_dataset(len(x), constraints, steps, *args), model.batch_source(x)
     with source:
