@@ -51,25 +51,24 @@ def run_cli(tmp_path, *args):
 
 @pytest.mark.skipif(not FASHION.exists(), reason="needs the Debian package dataset-fashion-mnist (CI installs it)")
 def test_cli_writes_results_summary_history_and_model(tmp_path):
-    proc = run_cli(tmp_path, "--runs=2", "--seed=5")
+    proc = run_cli(tmp_path, "--seed=5")  # several runs (--runs) are tested in this process: test_training.py
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = pd.read_csv(tmp_path / "out" / "results.csv")
     assert set(COLUMNS) <= set(rows.columns)
-    assert list(rows["seed"]) == [5, 6]
+    assert list(rows["seed"]) == [5]
     assert (rows["dataset"] == "fashion_mnist").all() and (rows["method"] == "dcgmm").all()
-    assert rows["num_pairs"].tolist() == [300, 300] and (rows["alpha"] == 1e4).all()
+    assert rows["num_pairs"].tolist() == [300] and (rows["alpha"] == 1e4).all()
     assert rows[["acc", "nmi", "ari", "constraint_satisfaction"]].notna().all().all()
     assert ((rows["acc"] > 0.1) & (rows["acc"] <= 1)).all()
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
-    assert summary.loc[0, "runs"] == 2
-    assert summary.loc[0, "acc_mean"] == pytest.approx(rows["acc"].mean())
+    assert summary.loc[0, "runs"] == 1 and summary.loc[0, "acc_mean"] == pytest.approx(rows["acc"].item())
     run_dir = tmp_path / "out" / "runs" / "dcgmm-fashion_mnist-seed5"
     history = pd.read_csv(run_dir / "history.csv")
     assert len(history) == 2 and {"loss", "reconstruction", "cluster_kl", "constraint", "test_acc"} <= set(history)
     assert (run_dir / "model.keras").exists() and (run_dir / "tensorboard").is_dir()
     for picture in ("history.png", "confusion.png"):  # a picture of every run
         assert (run_dir / picture).stat().st_size > 10_000
-    assert len(list((tmp_path / "cache").glob("*.weights.h5"))) == 2
+    assert len(list((tmp_path / "cache").glob("*.weights.h5"))) == 1
 
 
 def write_toy_npz(tmp_path, n_train=200, n_test=100):

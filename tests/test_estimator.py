@@ -179,7 +179,7 @@ def test_an_affine_map_of_x_gives_the_same_clustering(likelihood):
     x, y = toy_data(160)
     ml = [(i, j) for i, j in zip(np.flatnonzero(y == 0)[:10], np.flatnonzero(y == 0)[10:20])]
     cl = [(i, j) for i, j in zip(np.flatnonzero(y == 0)[:10], np.flatnonzero(y == 1)[:10])]
-    params = {**PAPER_TINY, "likelihood": likelihood}
+    params = {**TINY, "likelihood": likelihood}
     reference = DCGMMClustering(2, **params).fit(x.astype(np.float64), ml=ml, cl=cl)
     for a, b in [(1e-3, 0.0), (1e3, -50.0)]:
         est = DCGMMClustering(2, **params).fit(a * x.astype(np.float64) + b, ml=ml, cl=cl)

@@ -48,6 +48,7 @@ def test_python_call_gives_the_row_of_the_runner(toy, tmp_path):
     )
     assert python_row["acc"] == evaluation.metrics.cluster_accuracy(y_test, clusters)
     assert python_row["config"] == row["config"] == config.key()
+    assert "chosen_k" not in python_row  # only a run that chose its K (num_clusters=0) has the column
     assert python_row["seed"] == row["seed"] == 0 and python_row["num_pairs"] == row["num_pairs"] == 100
     assert [python_row[m] for m in METRICS] == pytest.approx(row[METRICS].tolist(), abs=1e-6)
     assert summary.loc[0, "runs"] == 1 and summary.loc[0, "acc_mean"] == pytest.approx(row["acc"])
@@ -111,6 +112,8 @@ def test_pretrain_seed_shares_one_pretrained_model_across_runs(toy, tmp_path):
     rows = pd.read_csv(tmp_path / "out" / "results.csv")
     assert list(rows["seed"]) == [5, 6]
     assert rows["start_acc"].nunique() == 1  # both runs start from the same pretrained GMM
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv")
+    assert summary.loc[0, "runs"] == 2 and summary.loc[0, "acc_mean"] == pytest.approx(rows["acc"].mean())
 
 
 def test_finished_runs_are_skipped(toy, tmp_path, monkeypatch):
@@ -232,12 +235,21 @@ def test_short_fits_run_one_step_per_call_unless_asked():
         assert model.steps_per_execution == expected
 
 
-def test_num_clusters_zero_chooses_k_from_the_pairs(toy):
+def test_num_clusters_zero_chooses_k_from_the_pairs(toy, monkeypatch):
+    from dcgmm_tf import cluster_count, starting
+
     config, runtime = toy
     data = load_dataset(config.dataset)
+    asked = []
+
+    def choose(*args, **kwargs):  # the runner's call, with fewer candidates than 2..30 to keep the test short
+        asked.append(kwargs.get("candidates", cluster_count.DEFAULT_CANDIDATES))
+        return cluster_count.choose_num_clusters(*args, **kwargs, candidates=range(2, 6))
+
+    monkeypatch.setattr(starting, "choose_num_clusters", choose)
     result = evaluation.train_and_evaluate(dataclasses.replace(config, num_clusters=0), data, runtime)
-    assert 2 <= result.row["chosen_k"] <= 30 and result.row["config"] != config.key()
-    assert "chosen_k" not in evaluation.train_and_evaluate(config, data, runtime).row
+    assert asked == [cluster_count.DEFAULT_CANDIDATES]  # the runner asks for the default range
+    assert 2 <= result.row["chosen_k"] <= 5 and result.row["config"] != config.key()
     # the default (-1: the number of classes) keeps the key of 0 before
     assert RunConfig.protocol("earlier").key() == "d4205854d9e9"
     with pytest.raises(ValueError, match="num_clusters=0 .chosen from the pairs. applies to dcgmm or vade only"):
