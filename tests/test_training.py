@@ -102,11 +102,15 @@ def test_default_start_uses_the_links_and_leaves_vade_as_the_paper(toy, caplog):
 
 def test_pretrain_seed_shares_one_pretrained_model_across_runs(toy, tmp_path):
     config, runtime = toy
-    run.run(
-        dataclasses.replace(config, seed=5, pretrain_seed=3, cluster_init="gmm", restart_every=0, epochs=1),
-        runtime,
-        runs=2,
-    )
+    flags = [
+        f"--dataset={config.dataset}",
+        *("--epochs=1", "--pretrain_epochs=1", "--num_constraints=100", "--latent_dim=2", "--batch_size=32"),
+        *("--cluster_init=gmm", "--restart_every=0", "--verbose=0", "--eval_every=1"),
+        f"--output_dir={runtime.output_dir}",
+        f"--cache_dir={runtime.cache_dir}",
+    ]
+    with parsed_flags(["run", *flags, "--seed=5", "--pretrain_seed=3", "--runs=2"]):
+        run.main(["run"])  # --runs through the runner's flags, as the command line gives them
     caches = list((tmp_path / "cache").glob("*.weights.h5"))
     assert len(caches) == 1 and "-seed3-" in caches[0].name
     rows = pd.read_csv(tmp_path / "out" / "results.csv")
