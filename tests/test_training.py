@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dcgmm_tf import ConstraintSet, evaluation, prepared, training
+from dcgmm_tf import ConstraintSet, evaluation, prepared, starting, training
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.data import load_dataset
 from experiments import results, run, runs
@@ -116,6 +116,8 @@ def test_pretrain_seed_shares_one_pretrained_model_across_runs(toy, tmp_path):
     rows = pd.read_csv(tmp_path / "out" / "results.csv")
     assert list(rows["seed"]) == [5, 6]
     assert rows["start_acc"].nunique() == 1  # both runs start from the same pretrained GMM
+    # without --pretrain_seed each run pretrains under its own seed (the command-line test makes one such run)
+    assert [starting.pretraining_seed(dataclasses.replace(config, seed=s)) for s in (5, 6)] == [5, 6]
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
     assert summary.loc[0, "runs"] == 2 and summary.loc[0, "acc_mean"] == pytest.approx(rows["acc"].mean())
 
@@ -240,7 +242,7 @@ def test_short_fits_run_one_step_per_call_unless_asked():
 
 
 def test_num_clusters_zero_chooses_k_from_the_pairs(toy, monkeypatch):
-    from dcgmm_tf import cluster_count, starting
+    from dcgmm_tf import cluster_count
 
     config, runtime = toy
     data = load_dataset(config.dataset)
