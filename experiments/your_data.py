@@ -181,17 +181,17 @@ def _fashion_embedding(seed: int, cache_dir: Path) -> tuple[np.ndarray, np.ndarr
 
 
 def _estimator_embedding(x: np.ndarray, seed: int, likelihood: str, pretrain_epochs: int | None) -> np.ndarray:
-    """The embedding after the estimator's own pretraining of ``x`` (its scaling and schedule; ``pretrain_epochs``
-    replaces the schedule's when given)."""
+    """The embedding after the estimator's own pretraining of ``x`` (its scaling, schedule and default network;
+    ``pretrain_epochs`` replaces the schedule's when given)."""
     from dcgmm_tf import starting
-    from dcgmm_tf.estimator import fit_schedule, input_scaling
-    from dcgmm_tf.model import DCGMM
+    from dcgmm_tf.estimator import auto_hidden_units, fit_schedule, input_scaling, mlp_model
 
     offset, scale = input_scaling(x, likelihood)
     x = ((x - offset) / scale).astype(np.float32)
     schedule = fit_schedule(len(x))
+    units = auto_hidden_units(x.shape[1])
     model = starting.pretrained_model(
-        lambda s: DCGMM(x.shape[1:], num_clusters=2, likelihood=likelihood, seed=s),
+        lambda s: mlp_model(x.shape[1], 2, 10, units, likelihood, s),
         x,
         seed=seed,
         epochs=schedule.pretrain_epochs if pretrain_epochs is None else pretrain_epochs,

@@ -31,7 +31,7 @@ TINY = {
     "random_state": 0,
     "hidden_units": (32, 32),
 }
-PAPER_TINY = {**TINY, "hidden_units": (500, 500, 2000)}  # the default network, where a test needs it
+PAPER_TINY = {**TINY, "hidden_units": (500, 500, 2000)}  # the paper's network, where a test needs it
 
 
 def test_fit_with_pairs_gives_labels_probabilities_and_embedding():
@@ -186,6 +186,18 @@ def test_an_affine_map_of_x_gives_the_same_clustering(likelihood):
         assert np.isfinite(est.history_["loss"]).all()
         assert adjusted_rand_score(reference.labels_, est.labels_) > 0.95, (a, b)
         np.testing.assert_allclose(est.transform(a * x + b), reference.transform(x), atol=1e-3)
+
+
+def test_hidden_units_auto_give_tables_a_small_network():
+    x, _ = toy_data(100)  # 20 features
+    auto = {**TINY, "hidden_units": "auto"}
+    assert DCGMMClustering().hidden_units == "auto"
+    table = DCGMMClustering(2, **auto).fit(x)
+    assert table.hidden_units_ == (64, 64) and table.model_.encoder.hidden_units == (64, 64)
+    wide = DCGMMClustering(2, **auto).fit(np.hstack([x, x, x])[:, :51])  # more than TABLE_FEATURES = 50
+    assert wide.hidden_units_ == wide.model_.encoder.hidden_units == (500, 500, 2000)
+    with pytest.raises(ValueError, match="hidden_units must be 'auto' or a non-empty sequence"):
+        DCGMMClustering(2, **{**TINY, "hidden_units": "big"}).fit(x)
 
 
 def test_scaling_statistics():
