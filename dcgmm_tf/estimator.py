@@ -158,8 +158,9 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
       spread_weight: A spread pair's share of the weight of the answer it comes from, in (0, 1].
       batch_size: Training and pretraining batch size; "auto": 256, smaller for small data.
       learning_rate: Initial Adam learning rate (decayed x0.9 every fifth of the epochs).
-      cluster_init: Start of the mixture, "latent_class", "merge" or "gmm": GMM components grouped by the
-        constraints (latent_class, merge) or the paper's GMM.
+      cluster_init: Start of the mixture, "latent_class", "merge", "gmm" or "kmeans": GMM components grouped by the
+        constraints (latent_class, merge; without pairs the GMM), the paper's GMM, or k-means clusters (not the
+        paper's, :func:`dcgmm_tf.cluster_init.kmeans_start`).
       likelihood: Decoder likelihood, "auto", "bernoulli" or "gaussian"; "auto": Bernoulli when all of X is in
         [0, 1], else Gaussian.
       scaling: How X is brought to the likelihood's scale before the network sees it: "auto" (for the Bernoulli

@@ -240,15 +240,16 @@ def start_mixture(
     Args:
       model: The pretrained model.
       x: The training data.
-      strategy: ``gmm`` (the paper's GMM), ``merge`` or ``latent_class`` (GMM components grouped by the
+      strategy: ``gmm`` (the paper's GMM), ``kmeans`` (not the paper's: k-means clusters, see
+        :func:`dcgmm_tf.cluster_init.kmeans_start`), ``merge`` or ``latent_class`` (GMM components grouped by the
         constraints; without constraints the GMM), or ``labels`` (:func:`cluster_prior_from_labels`).
       constraints: The constraints, indexing the rows of ``x``.
       labels: The labels of ``x`` (``labels`` only).
       labels_per_class: Use this many labelled samples per class (``labels`` only; 0: all).
       num_components: K' of ``merge`` and ``latent_class`` (None: automatic).
       seed: Seed of the constrained starts and of the labelled subset.
-      gmm_seed: Seed of the GMM (default: ``seed``); the pretraining's, so that runs sharing a pretrained model
-        share its GMM.
+      gmm_seed: Seed of the GMM and of k-means (default: ``seed``); the pretraining's, so that runs sharing a
+        pretrained model share its label-free start.
     """
     if strategy not in CLUSTER_INITS:
         raise ValueError(f"strategy must be one of {CLUSTER_INITS}, got {strategy!r}")
@@ -259,6 +260,10 @@ def start_mixture(
         return
     linked = strategy in cluster_init.LINK_START_STRATEGIES and constraints is not None and len(constraints) > 0
     z = model.embed(x)  # once: one pass of the encoder over x is what the start costs most at large N
+    if strategy == "kmeans":
+        cluster_init.init_clusters(model, x, None, strategy, seed=seed if gmm_seed is None else gmm_seed, z=z)
+        logging.info("mixture initialised by k-means")
+        return
     if not linked or strategy == "latent_class":  # the start, or the clusters that latent_class starts from
         fit_cluster_prior(model, x, seed=seed if gmm_seed is None else gmm_seed, z=z)
     if linked:

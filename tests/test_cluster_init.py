@@ -9,6 +9,7 @@ from dcgmm_tf.cluster_init import (
     fit_latent_classes,
     gmm_start,
     init_clusters,
+    kmeans_start,
     latent_class_start,
     link_metric,
     merge_start,
@@ -78,6 +79,27 @@ def test_without_constraints_every_strategy_is_the_paper_gmm(strategy):
         np.testing.assert_array_equal(result.assignments, expected.assignments)
 
 
+def test_kmeans_start_is_scikit_learns_kmeans_moment_matched_with_or_without_pairs(monkeypatch):
+    from sklearn.cluster import KMeans
+
+    from dcgmm_tf import cluster_init
+
+    z, y = blobs(seed=2)
+    expected = KMeans(6, n_init=10, random_state=4).fit_predict(z)
+    means, variances = moment_match(z, expected, 6, min_variance=0.01)
+    for constraints in (None, links(y)):
+        start = cluster_start(z, constraints, 6, "kmeans", seed=4, min_variance=0.01)
+        np.testing.assert_array_equal(start.assignments, expected)
+        np.testing.assert_allclose(start.means, means)
+        np.testing.assert_allclose(start.variances, variances)
+    blob = np.round(z[:, 0]).astype(int)
+    assert metrics.cluster_accuracy(blob, start.assignments) == 1.0 and start.variances.min() == 0.01
+    monkeypatch.setattr(cluster_init, "FIT_SAMPLES", 60)  # k-means on 60 of the 240 rows, every row assigned
+    monkeypatch.setattr(cluster_init, "CHUNK", 100)
+    subset = kmeans_start(z, 6, seed=4)
+    assert len(subset.assignments) == 240 and metrics.cluster_accuracy(blob, subset.assignments) == 1.0
+
+
 @pytest.mark.parametrize("start", STARTS)
 @pytest.mark.parametrize(
     "num_components, message", [(2, r"num_components \(K'\) must be in \[K=3"), (241, r"must be in \[K=3, N=240\]")]
@@ -97,7 +119,7 @@ def test_bad_embeddings_and_constraints_are_rejected():
     with pytest.raises(ValueError, match="index 100 samples but there are 240"):
         merge_start(z, ConstraintSet([0], [1], [1.0], 100), 3, num_components=6)
     with pytest.raises(ValueError, match="strategy must be one of"):
-        cluster_start(z, None, 3, "kmeans")
+        cluster_start(z, None, 3, "spectral")
 
 
 def test_latent_classes_recover_noisy_links():
@@ -227,7 +249,7 @@ def test_cluster_restart_rejects_an_unknown_strategy():
     from dcgmm_tf.callbacks import ClusterRestart
 
     with pytest.raises(ValueError, match="strategy must be one of"):
-        ClusterRestart(np.zeros((4, 2)), None, every=1, strategy="kmeans")
+        ClusterRestart(np.zeros((4, 2)), None, every=1, strategy="spectral")
 
 
 def test_large_data_fits_the_over_clustering_on_a_subset_and_assigns_in_chunks(monkeypatch):
@@ -340,7 +362,7 @@ def test_latent_class_starts_side_by_side_or_one_after_the_other_agree(monkeypat
     assert fits[0][0].tobytes() == fits[1][0].tobytes() and fits[0][1] == fits[1][1]
 
 
-@pytest.mark.parametrize("strategy", ["latent_class", "merge", "gmm"])
+@pytest.mark.parametrize("strategy", ["latent_class", "merge", "gmm", "kmeans"])
 def test_the_start_embeds_the_data_once(strategy, monkeypatch):
     """The start's cost at large N is the encoder's passes over x: the GMM of the clusters that latent_class
     starts from and the start itself share one embedding."""

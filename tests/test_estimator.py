@@ -93,7 +93,7 @@ def test_bad_constraints_are_refused(kwargs, match):
         ({"n_clusters": 0}, "n_clusters must be .auto. or an integer in"),
         ({"n_clusters": 50}, "n_clusters must be .auto. or an integer in"),
         ({"epochs": 0}, "epochs must be at least 1"),
-        ({"cluster_init": "kmeans"}, "cluster_init must be one of"),
+        ({"cluster_init": "spectral"}, "cluster_init must be one of"),
         ({"likelihood": "poisson"}, "likelihood must be"),
         ({"alpha": -1.0}, "weight must be a finite number > 0"),
     ],
