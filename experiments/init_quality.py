@@ -14,8 +14,6 @@ state) in <output_dir>/init_quality.csv.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from absl import app, flags
 
 from dcgmm_tf.validation import exit_on_user_error
@@ -40,58 +38,22 @@ flags.DEFINE_string("output_dir", "results/init_quality", "Where init_quality.cs
 
 def main(argv):
     del argv
-    import keras
-    import numpy as np
-
-    from dcgmm_tf import DCGMM, ConstraintSet, metrics
-    from dcgmm_tf.cluster_init import START_STRATEGIES, cluster_start
     from dcgmm_tf.data import load_dataset
-    from dcgmm_tf.pretraining import cluster_prior_from_labels, pretrain_autoencoder
     from dcgmm_tf.runtime import set_threads
-    from experiments import results
+    from experiments.init_quality_parts import check_arguments, start_quality
 
     set_threads(FLAGS.threads)
-    epochs = sorted(int(e) for e in FLAGS.pretrain_epochs)
-    if epochs[0] < 1:
-        raise ValueError("--pretrain_epochs must all be at least 1")
-    if not set(FLAGS.strategies) <= set(START_STRATEGIES):
-        raise ValueError(f"--strategies must be among {START_STRATEGIES}, got {FLAGS.strategies}")
-    data = load_dataset(FLAGS.dataset, FLAGS.data_dir)
-    x_train, y_train, x_test, y_test = data.x_train, data.y_train, data.x_test, data.y_test
-    x_pretrain = x_train if FLAGS.pretrain_on == "train" else np.concatenate([x_train, x_test])
-    output = Path(FLAGS.output_dir) / "init_quality.csv"
-    for seed in (int(s) for s in FLAGS.seeds):
-        keras.utils.set_random_seed(seed)
-        constraints = ConstraintSet.from_labels(y_train, FLAGS.num_constraints, seed=seed)
-        model = DCGMM(x_train.shape[1:], num_clusters=data.num_classes, likelihood=data.likelihood, seed=seed)
-        done = 0
-        for total in epochs:
-            # Continue the same autoencoder; a new shuffling seed per stretch keeps the order fresh.
-            pretrain_autoencoder(model, x_pretrain, epochs=total - done, seed=seed + done, verbose=0)
-            done = total
-            cluster_prior_from_labels(model, x_train, y_train)
-            aligned_acc = metrics.cluster_accuracy(y_test, model.predict(x_test, verbose=0).argmax(-1))
-            z = model.embed(x_train)
-            for strategy, state in ((s, k) for s in FLAGS.strategies for k in range(FLAGS.gmm_states)):
-                start = cluster_start(
-                    z, constraints, model.num_clusters, strategy, seed=state, min_variance=2 * model.min_variance
-                )
-                model.set_cluster_parameters(start.means, start.variances)
-                row = {
-                    "dataset": data.name,
-                    "seed": seed,
-                    "pretrain_on": FLAGS.pretrain_on,
-                    "pretrain_epochs": total,
-                    "strategy": strategy,
-                    "gmm_state": state,
-                    "test_acc": metrics.cluster_accuracy(y_test, model.predict(x_test, verbose=0).argmax(-1)),
-                    "constraint_satisfaction": metrics.constraint_satisfaction(
-                        constraints, model.predict(x_train, verbose=0).argmax(-1)
-                    ),
-                    "label_aligned_test_acc": aligned_acc,
-                }
-                results.append_row(output, row)
-                print(row, flush=True)
+    check_arguments(FLAGS.pretrain_epochs, FLAGS.strategies)  # before the data set is read
+    start_quality(
+        load_dataset(FLAGS.dataset, FLAGS.data_dir),
+        [int(s) for s in FLAGS.seeds],
+        [int(e) for e in FLAGS.pretrain_epochs],
+        FLAGS.strategies,
+        FLAGS.gmm_states,
+        FLAGS.num_constraints,
+        FLAGS.pretrain_on,
+        FLAGS.output_dir,
+    )
 
 
 if __name__ == "__main__":

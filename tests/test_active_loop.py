@@ -23,20 +23,21 @@ def fixture_toy(tmp_path):
 
 def test_loop_adds_the_pairs_of_each_round_from_one_start(toy):
     config, runtime = toy
-    schedule = ActiveSchedule(start_pairs=20, budgets=(40, 70), start_epochs=1, round_epochs=1)
+    # One round here; the next test makes two (each round trains on from the one before).
+    schedule = ActiveSchedule(start_pairs=20, budgets=(40,), start_epochs=1, round_epochs=1)
     reported = []
     rows = simulate(config, load_dataset(config.dataset), ["random", "uncertain"], schedule, runtime, reported.append)
     frame = pd.DataFrame(rows)
-    assert len(reported) == 2 and [len(curve) for curve in reported] == [3, 3]
-    assert frame["num_pairs"].tolist() == [20, 40, 70] * 2 and frame["epochs"].tolist() == [1, 2, 3] * 2
+    assert len(reported) == 2 and [len(curve) for curve in reported] == [2, 2]
+    assert frame["num_pairs"].tolist() == [20, 40] * 2 and frame["epochs"].tolist() == [1, 2] * 2
     start = frame[frame["num_pairs"] == 20]
     assert start[["acc", "nmi", "ari"]].nunique().max() == 1  # both curves start from the same model
     assert frame[["acc", "nmi", "ari"]].apply(lambda c: c.between(-1, 1)).all().all()
     longer = dataclasses.replace(schedule, final_epochs=1)
     again = simulate(config, load_dataset(config.dataset), ["uncertain"], longer, runtime)  # start from the cache
     timeless = lambda curve: [{k: v for k, v in row.items() if k != "seconds"} for row in curve]  # noqa: E731
-    assert timeless(again[:3]) == timeless(row for row in rows if row["strategy"] == "uncertain")
-    assert again[3]["num_pairs"] == 70 and again[3]["epochs"] == 4  # trained on without new pairs
+    assert timeless(again[:2]) == timeless(row for row in rows if row["strategy"] == "uncertain")
+    assert again[2]["num_pairs"] == 40 and again[2]["epochs"] == 3  # trained on without new pairs
     with pytest.raises(ValueError, match="method dcgmm"):
         simulate(dataclasses.replace(config, method="vade"), load_dataset(config.dataset), ["random"], schedule)
 
@@ -55,6 +56,7 @@ def test_loop_counts_answered_pairs_and_trains_each_round_on_their_spread(toy, m
     schedule = ActiveSchedule(start_pairs=20, budgets=(40, 70), start_epochs=1, round_epochs=1)
     rows = simulate(config, load_dataset(config.dataset), ["random"], schedule, runtime)
     assert [row["num_pairs"] for row in rows] == [20, 40, 70]  # the budgets count the answers, not their spread
+    assert [row["epochs"] for row in rows] == [1, 2, 3]  # each round trains on from the one before
     assert len(trained_with) == 3
     assert all(answered < spread <= 3 * answered for answered, spread in zip([20, 40, 70], trained_with))
 

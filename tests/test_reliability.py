@@ -16,7 +16,7 @@ import pytest
 from dcgmm_tf import ConstraintSet
 from dcgmm_tf.callbacks import NonFiniteLossGuard, TrainingBackup, trim_history
 from dcgmm_tf.data import constrained_dataset
-from tests.helpers import small_model, toy_data, toy_npz, weights_equal
+from tests.helpers import parsed_flags, small_model, toy_data, toy_npz, weights_equal
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -208,25 +208,27 @@ def history(out):
 
 @pytest.fixture(name="cli_runs", scope="module")
 def fixture_cli_runs(tmp_path_factory):
-    """An uninterrupted run and one with the same seed (in parallel) killed after 2 epochs and restarted; the
-    epochs the killed process wrote before it died are kept."""
+    """A run of the command line killed after 2 epochs and restarted, and the uninterrupted run with the same seed
+    made through the runner's flags in this process while the restarted one runs; the epochs the killed process
+    wrote before it died are kept."""
+    from experiments import run
+
     tmp_path = tmp_path_factory.mktemp("cli")
     toy_npz(tmp_path, 200)
-    procs = [
-        subprocess.Popen(cli_command(tmp_path, name), cwd=REPO, stderr=subprocess.PIPE, text=True)
-        for name in ("a", "killed")
-    ]
+    killed = subprocess.Popen(cli_command(tmp_path, "killed"), cwd=REPO, stderr=subprocess.PIPE, text=True)
     log = tmp_path / "killed" / "runs" / "dcgmm-toy-seed3" / "history.csv"
-    while procs[1].poll() is None and not (log.exists() and log.read_text().count("\n") >= 3):  # 2 whole epochs
+    while killed.poll() is None and not (log.exists() and log.read_text().count("\n") >= 3):  # 2 whole epochs
         time.sleep(0.02)
-    os.kill(procs[1].pid, signal.SIGKILL)
-    procs[1].wait()
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.wait()
     text = log.read_text()
     before_kill = pd.read_csv(io.StringIO(text[: text.rfind("\n") + 1])).drop(columns="elapsed_seconds")
     backups = list((tmp_path / "killed" / "runs" / "dcgmm-toy-seed3").glob("backup-*/epoch-*.npz"))
-    restarted = subprocess.run(cli_command(tmp_path, "killed"), cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert procs[0].wait(timeout=600) == 0, procs[0].stderr.read()[-3000:]
-    assert restarted.returncode == 0, restarted.stderr[-3000:]
+    restarted = subprocess.Popen(cli_command(tmp_path, "killed"), cwd=REPO, stderr=subprocess.PIPE, text=True)
+    with parsed_flags(["run", *cli_command(tmp_path, "a")[3:]]):
+        run.main(["run"])
+    _, err = restarted.communicate(timeout=600)
+    assert restarted.returncode == 0, err[-3000:]
     return tmp_path, before_kill, backups
 
 

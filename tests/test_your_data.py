@@ -36,11 +36,11 @@ def test_small_part_writes_a_row_per_fit(tmp_path):
 
 def test_num_clusters_part_chooses_and_trains_at_both_k(tmp_path):
     rows = your_data_parts.num_clusters(
-        [0], ["blobs"], ["both", "must"], True, tmp_path, your_data_parts.tiny_schedule(2, 0), candidates=range(4, 9)
+        [0], ["blobs"], ["both", "must"], True, tmp_path, your_data_parts.tiny_schedule(2, 0), candidates=range(5, 8)
     )
     chosen = pd.DataFrame(rows)
     assert chosen["link_type"].tolist() == ["both", "must"] and (chosen["true_k"] == 6).all()
-    assert chosen["chosen_k"].between(4, 8).all()
+    assert chosen["chosen_k"].between(5, 7).all()
     both = chosen.iloc[0]
     assert 0 < both["acc_true_k"] <= 1 and 0 < both["acc_chosen"] <= 1
     assert np.isnan(chosen.iloc[1].get("acc_true_k", np.nan))  # trained with both link types only
