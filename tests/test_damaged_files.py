@@ -5,6 +5,7 @@ import logging
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import keras
@@ -80,30 +81,30 @@ def test_damaged_autoencoder_cache_of_the_baselines_is_rebuilt(tmp_path, caplog)
 
 
 def test_processes_sharing_a_cache_pretrain_once(tmp_path):
-    """Two processes want the same missing cache entry at once: one pretrains, the other loads its file."""
+    """Two processes want the same missing cache entry at once: one pretrains, the other loads its file. The other
+    process is this one, which asks once the first has opened the entry's lock."""
     script = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(REPO)!r})
-        from tests.helpers import small_model, toy_data, weights_equal
+        from tests.helpers import small_model, toy_data
         from dcgmm_tf import pretrain
         x, _ = toy_data(512)
         cached = pretrain(small_model(hidden=(32,)), x, epochs=3, batch_size=32, cache_path=sys.argv[1], verbose=0)
         print("loaded" if cached else "pretrained")
     """)
     cache = tmp_path / "shared" / "pretrain.weights.h5"
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", script, str(cache)],
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(2)
-    ]
-    outputs = [p.communicate(timeout=300) for p in procs]
-    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outputs]
-    assert sorted(out.strip() for out, _ in outputs) == ["loaded", "pretrained"]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(cache)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    lock = cache.with_name(cache.name + ".lock")
+    deadline = time.monotonic() + 120
+    while not lock.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    x, _ = toy_data(512)
+    cached = pretrain(small_model(hidden=(32,)), x, epochs=3, batch_size=32, cache_path=cache, verbose=0)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-2000:]
+    assert sorted([out.strip(), "loaded" if cached else "pretrained"]) == ["loaded", "pretrained"]
     assert damage(cache) is None and not list(cache.parent.glob(".tmp-*"))
 
 
