@@ -48,7 +48,8 @@ def results_row(
 ) -> dict[str, Any]:
     """The results row of a trained run: its scores on the test split, the satisfaction of the training
     constraints (NaN without constraints), ``start_acc`` (the test ACC of the initial clustering), ``num_pairs``
-    (the number of constraints it trained with), its settings, ``train_seconds`` and ``config`` (``config.key()``);
+    (the pairs answered) and ``training_pairs`` (the constraints it trained with: the answers and, with
+    ``spread_neighbours``, their spread copies), its settings, ``train_seconds`` and ``config`` (``config.key()``);
     with ``num_clusters=0`` also ``chosen_k``, the K chosen from the pairs.
     """
     constraints = run.constraints
@@ -62,7 +63,8 @@ def results_row(
         "dataset": run.data.name,
         "method": config.method,
         "seed": config.seed,
-        "num_pairs": len(constraints),
+        "num_pairs": run.num_answers,
+        "training_pairs": len(constraints),
         "q": config.q,
         "alpha": float(np.abs(constraints.weight).max()) if len(constraints) else 0.0,
         "epochs": config.epochs,

@@ -475,10 +475,9 @@ def test_a_run_spreads_its_answers_when_asked(link_type):
     data = DataSplits(x, y.astype(np.int64), x[:30], y[:30].astype(np.int64), name="toy", likelihood="bernoulli")
     config = RunConfig(num_constraints=40, q=0.1, link_type=link_type, num_clusters=3)
     given = prepared.prepare_run(config, data).constraints
-    spread = prepared.prepare_run(
-        dataclasses.replace(config, spread_neighbours=2, spread_weight=0.25), data
-    ).constraints
-    assert len(given) == 40 < len(spread) <= 40 * 5
+    spread_run = prepared.prepare_run(dataclasses.replace(config, spread_neighbours=2, spread_weight=0.25), data)
+    spread = spread_run.constraints
+    assert len(given) == 40 == spread_run.num_answers < len(spread) <= 40 * 5
     kept = {(a, b): w for a, b, w in zip(spread.i, spread.j, spread.weight)}
     assert all(kept[(a, b)] == w for a, b, w in zip(given.i, given.j, given.weight))  # every answer as given
     extra = np.array([w for p, w in kept.items() if p not in set(zip(given.i, given.j))])

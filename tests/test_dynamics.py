@@ -67,11 +67,18 @@ def test_pair_likelihood_option_trains(tmp_path):
     from experiments import results, run
 
     config, runtime = _tiny_run(
-        tmp_path, "lik", restart_every=0, cluster_init="gmm", pair_loss="likelihood", lr_schedule="cosine"
+        tmp_path,
+        "lik",
+        restart_every=0,
+        cluster_init="gmm",
+        pair_loss="likelihood",
+        lr_schedule="cosine",
+        spread_neighbours=1,  # the variant as measured: with the answers spread to neighbours
     )
     run.run(config, runtime)
     row = results.read_rows(tmp_path / "lik" / "results.csv").iloc[0]  # a key of 12 digits stays text
     assert row["config"] == config.key() != RunConfig().key()
+    assert row["num_pairs"] == 60 < row["training_pairs"] <= 3 * 60  # the answers, and what they were spread to
     history = pd.read_csv(tmp_path / "lik" / "runs" / "dcgmm-toy-seed0" / "history.csv")
     assert np.isfinite(history["loss"]).all() and (history["constraint"] > 0).all()  # -log P > 0, the paper's -W s < 0
 
