@@ -86,9 +86,8 @@ def moment_match(
     return means, np.maximum(variances, min_variance)
 
 
-FIT_SAMPLES = (
-    100_000  # a GMM or k-means start is fitted to at most this many embeddings (a random subset of larger data)
-)
+# A GMM or k-means start is fitted to at most this many embeddings (a random subset of larger data).
+FIT_SAMPLES = 100_000
 CHUNK = 100_000  # rows of the [N, K'] responsibilities held at once
 # The latent class EM runs its starts side by side on the cores only from this many groups of pairs (pairs that
 # share their components, link and flip probability): below it each iteration's numpy calls are too small for the

@@ -260,12 +260,13 @@ def start_mixture(
         return
     linked = strategy in cluster_init.LINK_START_STRATEGIES and constraints is not None and len(constraints) > 0
     z = model.embed(x)  # once: one pass of the encoder over x is what the start costs most at large N
+    label_free_seed = seed if gmm_seed is None else gmm_seed
     if strategy == "kmeans":
-        cluster_init.init_clusters(model, x, None, strategy, seed=seed if gmm_seed is None else gmm_seed, z=z)
+        cluster_init.init_clusters(model, x, None, strategy, seed=label_free_seed, z=z)
         logging.info("mixture initialised by k-means")
         return
     if not linked or strategy == "latent_class":  # the start, or the clusters that latent_class starts from
-        fit_cluster_prior(model, x, seed=seed if gmm_seed is None else gmm_seed, z=z)
+        fit_cluster_prior(model, x, seed=label_free_seed, z=z)
     if linked:
         cluster_init.init_clusters(model, x, constraints, strategy, num_components, seed, z=z)
         logging.info("mixture initialised by %s", strategy)
