@@ -127,8 +127,11 @@ def test_replaced_parses_text_by_the_flags(flag_values):
 
 
 def test_protocols_name_the_paper_and_the_earlier_defaults():
-    # The recipe's rows were measured as options first (docs/results/fashion/default): they keep that key.
-    assert RunConfig().key() == RunConfig(pretrain_epochs=40, epochs=30, lr_schedule="cosine").key() == "22b34070dcbe"
+    # The recipe's rows were measured as options first (docs/results/fashion/default, .../default_extra): they keep
+    # their keys, the recipe before the spread answers as --spread_neighbours=0.
+    recipe = {"pretrain_epochs": 40, "epochs": 30, "lr_schedule": "cosine"}
+    assert RunConfig().key() == RunConfig(**recipe, spread_neighbours=1).key() == "e526d8fac75e"
+    assert RunConfig(spread_neighbours=0).key() == "22b34070dcbe"
     assert RunConfig.protocol("default") == RunConfig()
     paper = RunConfig.protocol("paper", seed=3)
     assert (paper.cluster_init, paper.pretrain_epochs, paper.epochs, paper.lr_schedule, paper.seed) == (
@@ -138,6 +141,7 @@ def test_protocols_name_the_paper_and_the_earlier_defaults():
         "staircase",
         3,
     )
+    assert paper.spread_neighbours == RunConfig.protocol("earlier").spread_neighbours == 0  # the answers alone
     assert RunConfig.protocol("earlier", epochs=7).epochs == 7
     with pytest.raises(ValueError, match=re.escape("protocol must be one of ['default', 'paper', 'earlier']")):
         RunConfig.protocol("mine")
