@@ -58,6 +58,7 @@ def test_cli_writes_results_summary_history_and_model(tmp_path):
     assert list(rows["seed"]) == [5]
     assert (rows["dataset"] == "fashion_mnist").all() and (rows["method"] == "dcgmm").all()
     assert rows["num_pairs"].tolist() == [300] and (rows["alpha"] == 1e4).all()
+    assert 300 < rows["training_pairs"].item() <= 3 * 300  # the default spreads each answer to nearest neighbours
     assert rows[["acc", "nmi", "ari", "constraint_satisfaction"]].notna().all().all()
     assert ((rows["acc"] > 0.1) & (rows["acc"] <= 1)).all()
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
