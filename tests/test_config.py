@@ -127,8 +127,8 @@ def test_replaced_parses_text_by_the_flags(flag_values):
 
 
 def test_protocols_name_the_paper_and_the_earlier_defaults():
-    # The recipe's rows were measured as options first (docs/results/fashion/recipe_spread0, .../default_extra): they keep
-    # their keys, the recipe before the spread answers as --spread_neighbours=0.
+    # The recipe's rows were measured as options first (docs/results/fashion/recipe_spread0, .../amd): they keep their
+    # keys, the recipe before the spread answers as --spread_neighbours=0.
     recipe = {"pretrain_epochs": 40, "epochs": 30, "lr_schedule": "cosine"}
     assert RunConfig().key() == RunConfig(**recipe, spread_neighbours=1).key() == "e526d8fac75e"
     assert RunConfig(spread_neighbours=0).key() == "22b34070dcbe"
