@@ -484,3 +484,5 @@ def test_a_run_spreads_its_answers_when_asked(link_type):
     assert np.isin(np.abs(extra), 0.25 * np.abs(given.weight)).all()  # at a quarter of an answer's weight
     assert set(np.sign(extra)) == set(np.sign(given.weight))  # must-link-only stays must-link-only, and so on
     assert np.mean((y[spread.i] == y[spread.j]) == (spread.weight > 0)) > 0.85  # the neighbours share the class
+    vade = prepared.prepare_run(dataclasses.replace(config, method="vade", spread_neighbours=1), data)
+    assert len(vade.constraints) == vade.num_answers == 0  # VaDE has no answers to spread: it stays the paper's
