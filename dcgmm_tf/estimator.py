@@ -10,9 +10,11 @@ for any scikit-learn clusterer; the fitted Keras model is ``model_`` (save it wi
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import numbers
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dcgmm_tf import starting, validation
 from dcgmm_tf.callbacks import ClusterRestart
-from dcgmm_tf.cluster_count import check_candidates, choose_num_clusters
+from dcgmm_tf.cluster_count import check_candidates, choose_num_clusters, probe_num_clusters
 from dcgmm_tf.cluster_init import LINK_START_STRATEGIES, START_STRATEGIES
 from dcgmm_tf.config import RunConfig, check_field
 from dcgmm_tf.constraints import ConstraintSet, as_constraint_set
@@ -31,6 +33,7 @@ from dcgmm_tf.model import DCGMM
 from dcgmm_tf.networks import PAPER_HIDDEN_UNITS, MLPDecoder, MLPEncoder
 from dcgmm_tf.prepared import spread_to_neighbours
 from dcgmm_tf.pretraining import start_mixture
+from dcgmm_tf.process_state import process_seeds
 
 _RUNNER_DEFAULTS = RunConfig.__dataclass_fields__
 SCALINGS = ("auto", "none")
@@ -140,8 +143,14 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     Args:
       n_clusters: Number of clusters K (1: the trivial clustering, with the embedding trained), or "auto": chosen
         in ``cluster_range`` from the pairs on the pretrained embedding (:mod:`dcgmm_tf.cluster_count`; without
-        pairs by the BIC of a GMM, which follows the embedding's modes rather than classes).
+        pairs by the BIC of a GMM, which follows the embedding's modes rather than classes), then among that K
+        and its neighbours by trained probes (``probe_epochs``).
       cluster_range: The smallest and largest K that ``n_clusters="auto"`` chooses from.
+      probe_epochs: With ``n_clusters="auto"`` and pairs of both link types: the K chosen on the embedding and its
+        two neighbours are each trained this many epochs on three quarters of the pairs and scored by the
+        log-likelihood of the held-out quarter (:func:`dcgmm_tf.cluster_count.choose_by_probes`); "auto": a fifth
+        of ``epochs``; 0: no probes, the embedding's choice. On digits the embedding chose 9 for 10 on one seed of
+        three, the probes 10 on all three (docs/your-data.md).
       latent_dim: Dimension of the embedding (``transform`` returns it).
       hidden_units: Widths of the encoder's hidden layers (the decoder mirrors them), or "auto": (64, 64) for data
         of at most ``TABLE_FEATURES`` (50) features (tables, reduced text features), else the paper's 500-500-2000,
@@ -193,6 +202,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         n_clusters: int | str = 10,
         *,
         cluster_range: tuple[int, int] = (2, 30),
+        probe_epochs: int | str = "auto",
         latent_dim: int = 10,
         hidden_units: tuple[int, ...] | str = "auto",
         epochs: int | str = "auto",
@@ -211,6 +221,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     ):
         self.n_clusters = n_clusters
         self.cluster_range = cluster_range
+        self.probe_epochs = probe_epochs
         self.latent_dim = latent_dim
         self.hidden_units = hidden_units
         self.epochs = epochs
@@ -244,6 +255,9 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             raise ValueError(
                 f"n_clusters must be 'auto' or an integer in [1, n_samples={len(X)}], got {self.n_clusters!r}"
             )
+        probe_epochs = self.probe_epochs
+        if not (probe_epochs == "auto" or isinstance(probe_epochs, numbers.Integral) and probe_epochs >= 0):
+            raise ValueError(f"probe_epochs must be 'auto' or an integer >= 0, got {probe_epochs!r}")
         candidates = ()
         if auto:
             bounds = self.cluster_range
@@ -279,11 +293,20 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"spread_neighbours must be a non-negative integer, got {self.spread_neighbours!r}")
         for name in ("spread_neighbours", "spread_weight"):
             check_field(name, getattr(self, name), _RUNNER_DEFAULTS[name].metadata)
-        if self.spread_neighbours:
-            constraints = spread_to_neighbours(constraints, x, self.spread_neighbours, self.spread_weight)
+        answers = constraints
+        constraints = self._spread(answers, x)
         if auto:
-            z = self._pretrained(x, 2, seed).embed(x)
-            self.cluster_count_ = choose_num_clusters(z, constraints, candidates, seed=seed)
+            pretrained = self._pretrained(x, 2, seed)
+            self.cluster_count_ = choose_num_clusters(pretrained.embed(x), constraints, candidates, seed=seed)
+            if self.probe_epochs != 0:
+                self.cluster_count_ = probe_num_clusters(
+                    self.cluster_count_,
+                    answers,
+                    x,
+                    self._probe(x, pretrained, seed),
+                    seed=seed,
+                    spread=functools.partial(self._spread, x=x),
+                )
             self.n_clusters_ = self.cluster_count_.num_clusters
         else:
             self.n_clusters_ = int(self.n_clusters)
@@ -319,10 +342,41 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             verbose=self.verbose,
         )
 
+    def _spread(self, answers: ConstraintSet, x: np.ndarray) -> ConstraintSet:
+        """The pairs trained on: the answers, spread to neighbours when ``spread_neighbours`` asks for it."""
+        if not self.spread_neighbours:
+            return answers
+        return spread_to_neighbours(answers, x, self.spread_neighbours, self.spread_weight)
+
+    def _probe(self, x: np.ndarray, pretrained: DCGMM, seed: int) -> Callable[[int, ConstraintSet], DCGMM]:
+        """Trains a probe of ``probe_epochs`` (:func:`dcgmm_tf.cluster_count.probe_num_clusters`): K clusters on
+        the ``pretrained`` autoencoder, the given pairs."""
+        epochs = self.probe_epochs if self.probe_epochs != "auto" else max(1, self.schedule_.epochs // 5)
+        schedule = fit_schedule(len(x), epochs, self.schedule_.pretrain_epochs, self.schedule_.batch_size)
+
+        def train_probe(num_clusters: int, pairs: ConstraintSet) -> DCGMM:
+            with process_seeds(seed):  # as _pretrained builds it
+                model = mlp_model(x.shape[1], num_clusters, self.latent_dim, self.hidden_units_, self.likelihood_, seed)
+            starting.with_autoencoder(model, pretrained)
+            self._fit(model, x, pairs, seed, schedule)
+            return model
+
+        return train_probe
+
     def _train(self, x: np.ndarray, constraints: ConstraintSet, num_clusters: int, seed: int) -> DCGMM:
         """The library calls of the runner's recipe (:func:`dcgmm_tf.training.train_dcgmm`) on scaled ``x``."""
-        schedule = self.schedule_
         model = self._pretrained(x, num_clusters, seed)
+        self.history_ = self._fit(model, x, constraints, seed, self.schedule_)
+        if not self.keep_optimizer:
+            # Its moments are twice the weights' size; the model predicts without them (and unpickles uncompiled).
+            model.optimizer, model.compiled = None, False
+        return model
+
+    def _fit(
+        self, model: DCGMM, x: np.ndarray, constraints: ConstraintSet, seed: int, schedule: EstimatorSchedule
+    ) -> dict[str, list]:
+        """Starts the mixture of the pretrained ``model`` and trains it on ``schedule``; returns the history."""
+        num_clusters = model.num_clusters
         # One cluster is the trivial clustering: the paper's start, no restarts.
         start = self.cluster_init if num_clusters > 1 else "gmm"
         start_mixture(model, x, start, constraints, seed=seed)
@@ -336,11 +390,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             learning_rate=self.learning_rate,
             lr_decay_epochs=schedule.lr_decay_epochs,
         )
-        self.history_ = fit_mixture(model, x, constraints, fit, callbacks, verbose=self.verbose, check_inputs=False)
-        if not self.keep_optimizer:
-            # Its moments are twice the weights' size; the model predicts without them (and unpickles uncompiled).
-            model.optimizer, model.compiled = None, False
-        return model
+        return fit_mixture(model, x, constraints, fit, callbacks, verbose=self.verbose, check_inputs=False)
 
     def _probabilities(self, x: np.ndarray) -> np.ndarray:
         return self.model_.cluster_probabilities(x)

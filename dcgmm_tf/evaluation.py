@@ -63,7 +63,7 @@ def results_row(
         "dataset": run.data.name,
         "method": config.method,
         "seed": config.seed,
-        "num_pairs": run.num_answers,
+        "num_pairs": len(run.answers),
         "training_pairs": len(constraints),
         "q": config.q,
         "alpha": float(np.abs(constraints.weight).max()) if len(constraints) else 0.0,

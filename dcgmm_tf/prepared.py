@@ -38,8 +38,8 @@ class PreparedRun:
       data: The data cut to the run's subsets (flat features, as loaded).
       inputs: The splits of ``data`` shaped for the run's networks.
       constraints: The training constraints, indexing ``data.x_train``.
-      num_answers: The number of pairs answered (drawn, read or given) before they were spread to neighbours: the
-        pairs the run was asked to use, ``len(constraints)`` without spreading.
+      answers: The pairs answered (drawn, read or given) before they were spread to neighbours: the pairs the run
+        was asked to use, ``constraints`` without spreading.
       num_clusters: The number of clusters K (0: to be chosen from the pairs when the model is pretrained).
       run_dir: Where the run writes its history, logs, backups and model (None: nowhere).
       train_indices: The rows of the whole training split that ``data.x_train`` holds, sorted.
@@ -49,7 +49,7 @@ class PreparedRun:
     data: DataSplits
     inputs: Inputs
     constraints: ConstraintSet
-    num_answers: int
+    answers: ConstraintSet
     num_clusters: int
     run_dir: Path | None
     train_indices: np.ndarray
@@ -197,10 +197,10 @@ def prepare_run(
         raise ValueError(
             f"the constraints index {constraints.num_samples} samples but x_train holds {len(data.x_train)}"
         )
-    num_answers = len(constraints)
+    answers = constraints
     if spread:
-        constraints = training_pairs(config, data.x_train, constraints)
+        constraints = training_pairs(config, data.x_train, answers)
     if run_dir is not None:
         run_dir = Path(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
-    return PreparedRun(data, model_inputs(data, config), constraints, num_answers, num_clusters, run_dir, train, test)
+    return PreparedRun(data, model_inputs(data, config), constraints, answers, num_clusters, run_dir, train, test)

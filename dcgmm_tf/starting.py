@@ -14,11 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
-from dcgmm_tf.cluster_count import choose_num_clusters
+from dcgmm_tf.cluster_count import choose_num_clusters, probe_num_clusters
 from dcgmm_tf.config import RunConfig, RuntimeConfig
+from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.networks import VGGDecoder, VGGEncoder
-from dcgmm_tf.prepared import PreparedRun
+from dcgmm_tf.prepared import PreparedRun, training_pairs
 from dcgmm_tf.pretraining import pretrain_checked, start_mixture
 from dcgmm_tf.process_state import process_seeds
 from dcgmm_tf.storage import array_hash, settings_hash
@@ -75,21 +76,39 @@ def pretrained_model(
     return model
 
 
+def with_autoencoder(model: DCGMM, pretrained: DCGMM) -> DCGMM:
+    """``model`` with the encoder and decoder weights of ``pretrained`` (any K: the autoencoder's weights do not
+    depend on it); its mixture is left to a start."""
+    model.encoder.set_weights(pretrained.encoder.get_weights())
+    model.decoder.set_weights(pretrained.decoder.get_weights())
+    return model
+
+
 def pretraining_seed(config: RunConfig) -> int:
     """The seed of the pretraining: ``config.pretrain_seed``, or the run's seed when it is -1."""
     return config.seed if config.pretrain_seed < 0 else config.pretrain_seed
 
 
-def with_chosen_clusters(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> PreparedRun:
-    """``run`` with K chosen from its pairs on the pretrained embedding (``config.num_clusters=0``).
+def with_chosen_clusters(
+    config: RunConfig,
+    run: PreparedRun,
+    runtime: RuntimeConfig,
+    fit: Callable[[DCGMM, ConstraintSet], object] | None = None,
+) -> PreparedRun:
+    """``run`` with K chosen from its pairs (``config.num_clusters=0``).
 
     The autoencoder is pretrained as for a 2-cluster model (cached like any pretraining), K is chosen in
-    :data:`dcgmm_tf.cluster_count.DEFAULT_CANDIDATES` by :func:`dcgmm_tf.cluster_count.choose_num_clusters`, and
-    the run then trains as one with ``num_clusters=K`` would.
+    :data:`dcgmm_tf.cluster_count.DEFAULT_CANDIDATES` by :func:`dcgmm_tf.cluster_count.choose_num_clusters` on its
+    embedding, then, with ``fit`` and ``config.probe_epochs``, among that K and its neighbours by probes
+    (:func:`dcgmm_tf.cluster_count.probe_num_clusters`): each a model of that K on the pretrained autoencoder,
+    started on three quarters of the answers (spread as the run spreads them) and trained by ``fit(model,
+    pairs)``. The run then trains as one with ``num_clusters=K`` would.
     """
+    x_train = run.inputs.x_train
+    build = functools.partial(make_model, config, x_train.shape[1:], run.data.likelihood)
     model = pretrained_model(
-        functools.partial(make_model, config, run.inputs.x_train.shape[1:], run.data.likelihood, 2),
-        run.inputs.x_train,
+        functools.partial(build, 2),
+        x_train,
         seed=pretraining_seed(config),
         epochs=config.pretrain_epochs,
         batch_size=config.pretrain_batch_size,
@@ -97,8 +116,21 @@ def with_chosen_clusters(config: RunConfig, run: PreparedRun, runtime: RuntimeCo
         cache_dir=cache_folder(runtime),
         verbose=runtime.verbose,
     )
-    count = choose_num_clusters(model.embed(run.inputs.x_train), run.constraints, seed=config.seed)
-    logging.info("K chosen from the pairs: %d (%s)", count.num_clusters, count.criterion)
+    count = choose_num_clusters(model.embed(x_train), run.constraints, seed=config.seed)
+    logging.info("K chosen from the pairs on the pretrained embedding: %d (%s)", count.num_clusters, count.criterion)
+
+    def train_probe(num_clusters: int, pairs: ConstraintSet) -> DCGMM:
+        with process_seeds(config.seed):
+            probe = with_autoencoder(build(num_clusters, config.seed), model)
+        start_mixture(probe, x_train, config.cluster_init, pairs, seed=config.seed, gmm_seed=pretraining_seed(config))
+        fit(probe, pairs)
+        return probe
+
+    if fit is not None and config.probe_epochs:
+        spread = functools.partial(training_pairs, config, x_train)
+        count = probe_num_clusters(count, run.answers, x_train, train_probe, seed=config.seed, spread=spread)
+        scores = ", ".join(f"K={k}: {v:.4f}" for k, v in zip(count.probed, count.probe_scores))
+        logging.info("K chosen by the probes: %d (held-out log-likelihood per pair %s)", count.num_clusters, scores)
     return dataclasses.replace(run, num_clusters=count.num_clusters)
 
 

@@ -186,8 +186,9 @@ def num_clusters(
     candidates: Sequence[int] = DEFAULT_CANDIDATES,
 ) -> list[dict]:
     """The chosen K per data set (those of ``datasets`` among digits, blobs, fashion), seed and link type (on the
-    pretrained embedding, as ``n_clusters="auto"`` chooses); with both link types and ``train`` also the estimator's
-    ACC at the chosen and at the true K (``params`` as in :func:`small`; its ``pretrain_epochs`` also makes the
+    pretrained embedding, as ``n_clusters="auto"`` chooses first); with both link types and ``train`` also the
+    estimator's ``n_clusters="auto"`` fit (its K after the trained probes, ``probe_k``, and its ACC) and the ACC at
+    the true K (``params`` as in :func:`small`; its ``pretrain_epochs`` also makes the
     embedding). Fashion-MNIST's embedding comes from the runner's pretraining cache in ``cache_dir``; K is chosen
     among ``candidates``."""
     from dcgmm_tf import ConstraintSet, DCGMMClustering
@@ -213,13 +214,19 @@ def num_clusters(
                 row = dict(dataset=name, seed=seed, link_type=link_type, pairs=pairs, true_k=k, chosen_k=chosen)
                 row["choice_seconds"] = round(time.time() - start, 1)
                 if x is not None and link_type == "both" and train:
-                    for key, n_clusters in (("acc_true_k", k), ("acc_chosen", chosen)):
-                        if key == "acc_chosen" and chosen == k:
-                            row[key] = row["acc_true_k"]  # n_clusters="auto" trains as n_clusters=k then
-                            continue
-                        settings = {**params, "random_state": seed}
-                        est = DCGMMClustering(n_clusters, **settings).fit(x, constraints=constraints)
-                        row[key] = cluster_accuracy(y, est.labels_)
+                    settings = {**params, "random_state": seed}
+                    start = time.time()
+                    auto = DCGMMClustering("auto", cluster_range=(min(candidates), max(candidates)), **settings)
+                    auto.fit(x, constraints=constraints)
+                    row["auto_seconds"] = round(time.time() - start, 1)
+                    row["probe_k"], row["acc_chosen"] = auto.n_clusters_, cluster_accuracy(y, auto.labels_)
+                    row["probe_scores"] = " ".join(
+                        f"{k}:{v:.4f}" for k, v in zip(auto.cluster_count_.probed, auto.cluster_count_.probe_scores)
+                    )
+                    row["acc_true_k"] = row["acc_chosen"]  # n_clusters="auto" trains as n_clusters=k when it chose k
+                    if auto.n_clusters_ != k:
+                        est = DCGMMClustering(k, **settings).fit(x, constraints=constraints)
+                        row["acc_true_k"] = cluster_accuracy(y, est.labels_)
                 rows.append(row)
                 logging.info("%s", row)
     return rows

@@ -1,11 +1,21 @@
 """Choosing K: the held-out pair likelihood on embeddings with a known number of groups, each link type alone,
-no pairs, and bad candidates."""
+no pairs, bad candidates, and the trained probes' split and choice."""
+
+import dataclasses
 
 import numpy as np
 import pytest
 
 from dcgmm_tf import ConstraintSet
-from dcgmm_tf.cluster_count import choose_num_clusters, one_standard_error_choice, pair_log_likelihood
+from dcgmm_tf.cluster_count import (
+    ClusterCount,
+    choose_by_probes,
+    choose_num_clusters,
+    held_out_mask,
+    one_standard_error_choice,
+    pair_log_likelihood,
+    probe_candidates,
+)
 
 
 def _blobs(k=5, n=1500, seed=0):
@@ -45,7 +55,7 @@ def test_pair_log_likelihood_against_numpy():
     flip = np.full(6, 0.1)
     same = (p * q).sum(1)
     expected = np.log(np.where(must, same * 0.9 + (1 - same) * 0.1, same * 0.1 + (1 - same) * 0.9))
-    np.testing.assert_allclose(pair_log_likelihood(p, q, must, flip), expected, rtol=1e-10)
+    np.testing.assert_allclose(pair_log_likelihood(np.log(p), np.log(q), must, flip), expected, rtol=1e-10)
 
 
 def test_the_one_standard_error_rule_compares_candidates_pair_by_pair():
@@ -59,3 +69,29 @@ def test_the_one_standard_error_rule_compares_candidates_pair_by_pair():
     noisy = np.stack([spread + np.where(np.arange(400) % 2, 0.49, -0.51), spread])  # differences -0.01 +- 0.5
     assert one_standard_error_choice(noisy) == 0
     assert one_standard_error_choice(np.stack([spread, spread - 1, spread - 0.001])) == 0
+
+
+def test_probes_hold_out_a_quarter_of_each_link_type():
+    _, y = _blobs()
+    pairs = ConstraintSet.from_labels(y, 400, seed=0)
+    held = held_out_mask(pairs, seed=0)
+    for mask in (pairs.must_link_mask, pairs.cannot_link_mask):
+        assert held[mask].sum() == round(0.25 * mask.sum())
+    assert not np.array_equal(held, held_out_mask(pairs, seed=1))
+    assert held_out_mask(pairs.subset(pairs.must_link_mask), seed=0) is None  # one link type scores no probe
+    assert held_out_mask(pairs.subset(np.arange(len(pairs)) < 40), seed=0) is None  # too few held out
+
+
+def test_probes_train_the_choice_and_its_neighbours_and_keep_the_smallest_tie():
+    count = ClusterCount(2, tuple(range(2, 8)), (0.0,) * 6, (0.0,) * 6, "pairs")
+    assert probe_candidates(count) == (2, 3)
+    assert probe_candidates(dataclasses.replace(count, num_clusters=5)) == (4, 5, 6)
+    rng = np.random.default_rng(0)
+    base = rng.normal(-1, 1, 200)
+    # K = 4 is far under the others; K = 6 ties K = 5 within a paired standard error: the smaller wins
+    noise = rng.normal(size=200)
+    values = np.stack([base - 0.5, base + 0.01 * (noise - noise.mean()), base + 0.0005])
+    probed = choose_by_probes(dataclasses.replace(count, num_clusters=5), (4, 5, 6), values)
+    assert probed.num_clusters == 5 and probed.criterion == "probes" and probed.probed == (4, 5, 6)
+    assert probed.probe_scores == pytest.approx(values.mean(axis=1).tolist())
+    assert probed.scores == count.scores  # the embedding's scores are kept

@@ -477,7 +477,7 @@ def test_a_run_spreads_its_answers_when_asked(link_type):
     given = prepared.prepare_run(config, data).constraints
     spread_run = prepared.prepare_run(dataclasses.replace(config, spread_neighbours=2, spread_weight=0.25), data)
     spread = spread_run.constraints
-    assert len(given) == 40 == spread_run.num_answers < len(spread) <= 40 * 5
+    assert len(given) == 40 == len(spread_run.answers) < len(spread) <= 40 * 5
     kept = {(a, b): w for a, b, w in zip(spread.i, spread.j, spread.weight)}
     assert all(kept[(a, b)] == w for a, b, w in zip(given.i, given.j, given.weight))  # every answer as given
     extra = np.array([w for p, w in kept.items() if p not in set(zip(given.i, given.j))])
@@ -485,4 +485,4 @@ def test_a_run_spreads_its_answers_when_asked(link_type):
     assert set(np.sign(extra)) == set(np.sign(given.weight))  # must-link-only stays must-link-only, and so on
     assert np.mean((y[spread.i] == y[spread.j]) == (spread.weight > 0)) > 0.85  # the neighbours share the class
     vade = prepared.prepare_run(dataclasses.replace(config, method="vade", spread_neighbours=1), data)
-    assert len(vade.constraints) == vade.num_answers == 0  # VaDE has no answers to spread: it stays the paper's
+    assert len(vade.constraints) == len(vade.answers) == 0  # VaDE has no answers to spread: it stays the paper's

@@ -266,6 +266,21 @@ def test_n_clusters_auto_chooses_from_the_pairs():
             DCGMMClustering("auto", cluster_range=bounds, **TINY).fit(x)
 
 
+def test_n_clusters_auto_probes_the_choice_and_its_neighbours():
+    x, y = toy_data(200)
+    constraints = ConstraintSet.from_labels(y, 100, seed=0)
+    auto = DCGMMClustering("auto", cluster_range=(2, 3), **TINY).fit(x, constraints=constraints)
+    count = auto.cluster_count_
+    assert count.criterion == "probes" and count.probed == (2, 3) and len(count.probe_scores) == 2
+    assert auto.n_clusters_ in count.probed and np.isfinite(count.probe_scores).all()
+    explicit = DCGMMClustering(auto.n_clusters_, **TINY).fit(x, constraints=constraints)
+    np.testing.assert_allclose(auto.predict_proba(x), explicit.predict_proba(x), atol=1e-5)  # probes change no fit
+    without = DCGMMClustering("auto", cluster_range=(2, 3), probe_epochs=0, **TINY).fit(x, constraints=constraints)
+    assert without.cluster_count_.criterion == "pairs" and without.cluster_count_.probed == ()
+    with pytest.raises(ValueError, match="probe_epochs must be"):
+        DCGMMClustering(2, probe_epochs=-1, **TINY).fit(x)
+
+
 def test_random_state_fixes_the_fit_with_any_network():
     """Networks other than the paper's are made under the fit's seeds too (they once drew the caller's)."""
     x, _ = toy_data(100)

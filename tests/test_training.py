@@ -239,10 +239,11 @@ def test_short_fits_run_one_step_per_call_unless_asked():
         assert model.steps_per_execution == expected
 
 
-def test_num_clusters_zero_chooses_k_from_the_pairs(toy, monkeypatch):
+def test_num_clusters_zero_chooses_k_from_the_pairs(toy, monkeypatch, caplog):
     from dcgmm_tf import cluster_count
 
     config, runtime = toy
+    caplog.set_level(logging.INFO)
     data = load_dataset(config.dataset)
     asked = []
 
@@ -251,9 +252,15 @@ def test_num_clusters_zero_chooses_k_from_the_pairs(toy, monkeypatch):
         return cluster_count.choose_num_clusters(*args, **kwargs, candidates=range(2, 6))
 
     monkeypatch.setattr(starting, "choose_num_clusters", choose)
-    result = evaluation.train_and_evaluate(dataclasses.replace(config, num_clusters=0), data, runtime)
+    probed = []
+    probe = cluster_count.probe_num_clusters
+    monkeypatch.setattr(starting, "probe_num_clusters", lambda *a, **k: probed.append(probe(*a, **k)) or probed[-1])
+    result = evaluation.train_and_evaluate(dataclasses.replace(config, num_clusters=0, probe_epochs=1), data, runtime)
     assert asked == [cluster_count.DEFAULT_CANDIDATES]  # the runner asks for the default range
     assert 2 <= result.row["chosen_k"] <= 5 and result.row["config"] != config.key()
+    # then the probes: the embedding's K and its neighbours trained on 3/4 of the answers, scored on the rest
+    assert len(probed) == 1 and probed[0].criterion == "probes" and result.row["chosen_k"] in probed[0].probed
+    assert len(probed[0].probed) >= 2 and "K chosen by the probes" in caplog.text
     # the default (-1: the number of classes) keeps the key of 0 before
     assert RunConfig.protocol("earlier").key() == "d4205854d9e9"
     with pytest.raises(ValueError, match="num_clusters=0 .chosen from the pairs. applies to dcgmm or vade only"):
