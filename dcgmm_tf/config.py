@@ -240,12 +240,12 @@ class RunConfig:
         key_values={-1: 0, 0: "choose"},  # 0 meant "the number of classes" in the rows written before 0 chose
     )
     probe_epochs: int = setting(
-        6,
-        "With num_clusters=0 and pairs of both link types: epochs of the trained probes at the K chosen on the "
-        "embedding and its neighbours, each scored by held-out pairs (0: no probes, the embedding's choice; see "
-        "dcgmm_tf.cluster_count.probe_num_clusters).",
+        0,
+        "With num_clusters=0 and pairs of both link types: train probes at the K chosen on the embedding and its "
+        "neighbours for this many epochs and keep the K whose held-out pairs score best (0: no probes, the "
+        "embedding's choice; measured, not better: docs/your-data.md, dcgmm_tf.cluster_count.probe_num_clusters).",
         lower=0,
-        legacy=6,  # the field is in no key while it has its default, and it acts only where num_clusters=0
+        legacy=0,
     )
     max_train_samples: int = setting(0, "Use a random subset of the training split (0: all).", lower=0)
     max_test_samples: int = setting(0, "Use a random subset of the test split (0: all).", lower=0)

@@ -31,6 +31,9 @@ flags.register_validator(
     "likelihoods", lambda v: set(v) <= {"bernoulli", "gaussian"}, "--likelihoods must be among bernoulli, gaussian"
 )
 flags.DEFINE_bool("train", True, "num_clusters: also train at the chosen and the true K (both link types).")
+flags.DEFINE_string(
+    "probe_epochs", "0", "num_clusters: probe_epochs of the n_clusters='auto' fit ('auto', or epochs; 0: no probes)."
+)
 flags.DEFINE_list(
     "datasets",
     ["digits", "blobs", "fashion", "wine"],
@@ -48,7 +51,13 @@ def main(argv: list[str]) -> None:
         "small": lambda: parts.small(seeds, FLAGS.pairs, params),
         "scale": lambda: parts.scale(seeds, FLAGS.datasets, FLAGS.pairs, params, FLAGS.likelihoods),
         "num_clusters": lambda: parts.num_clusters(
-            seeds, FLAGS.datasets, FLAGS.link_types, FLAGS.train, Path(FLAGS.cache_dir), params
+            seeds,
+            FLAGS.datasets,
+            FLAGS.link_types,
+            FLAGS.train,
+            Path(FLAGS.cache_dir),
+            params,
+            probe_epochs=FLAGS.probe_epochs if FLAGS.probe_epochs == "auto" else int(FLAGS.probe_epochs),
         ),
         "checks": lambda: parts.checks(seeds, FLAGS.epochs),
     }

@@ -184,13 +184,14 @@ def num_clusters(
     cache_dir: Path,
     params: dict | None = None,
     candidates: Sequence[int] = DEFAULT_CANDIDATES,
+    probe_epochs: int | str = 0,
 ) -> list[dict]:
     """The chosen K per data set (those of ``datasets`` among digits, blobs, fashion), seed and link type (on the
     pretrained embedding, as ``n_clusters="auto"`` chooses first); with both link types and ``train`` also the
-    estimator's ``n_clusters="auto"`` fit (its K after the trained probes, ``probe_k``, and its ACC) and the ACC at
-    the true K (``params`` as in :func:`small`; its ``pretrain_epochs`` also makes the
-    embedding). Fashion-MNIST's embedding comes from the runner's pretraining cache in ``cache_dir``; K is chosen
-    among ``candidates``."""
+    estimator's ``n_clusters="auto"`` fit with ``probe_epochs`` (its K, after the trained probes if any,
+    ``probe_k``, and its ACC) and the ACC at the true K (``params`` as in :func:`small`; its ``pretrain_epochs``
+    also makes the embedding). Fashion-MNIST's embedding comes from the runner's pretraining cache in
+    ``cache_dir``; K is chosen among ``candidates``."""
     from dcgmm_tf import ConstraintSet, DCGMMClustering
     from dcgmm_tf.cluster_count import choose_num_clusters
     from dcgmm_tf.metrics import cluster_accuracy
@@ -216,7 +217,8 @@ def num_clusters(
                 if x is not None and link_type == "both" and train:
                     settings = {**params, "random_state": seed}
                     start = time.time()
-                    auto = DCGMMClustering("auto", cluster_range=(min(candidates), max(candidates)), **settings)
+                    bounds = (min(candidates), max(candidates))
+                    auto = DCGMMClustering("auto", cluster_range=bounds, probe_epochs=probe_epochs, **settings)
                     auto.fit(x, constraints=constraints)
                     row["auto_seconds"] = round(time.time() - start, 1)
                     row["probe_k"], row["acc_chosen"] = auto.n_clusters_, cluster_accuracy(y, auto.labels_)

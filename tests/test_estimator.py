@@ -252,15 +252,15 @@ def test_one_cluster_is_the_trivial_clustering():
 def test_n_clusters_auto_chooses_from_the_pairs_then_by_probes():
     x, y = toy_data(200)
     constraints = ConstraintSet.from_labels(y, 100, seed=0)
-    auto = DCGMMClustering("auto", cluster_range=(2, 3), **TINY).fit(x, constraints=constraints)
+    auto = DCGMMClustering("auto", cluster_range=(2, 3), probe_epochs="auto", **TINY).fit(x, constraints=constraints)
     count = auto.cluster_count_
     assert count.candidates == (2, 3) and len(count.scores) == 2  # the embedding's choice, every candidate scored
     assert count.criterion == "probes" and count.probed == (2, 3) and np.isfinite(count.probe_scores).all()
     assert auto.n_clusters_ in count.probed
     explicit = DCGMMClustering(auto.n_clusters_, **TINY).fit(x, constraints=constraints)
     np.testing.assert_allclose(auto.predict_proba(x), explicit.predict_proba(x), atol=1e-5)  # trained alike at K
-    single = DCGMMClustering("auto", cluster_range=(2, 2), probe_epochs=0, **TINY).fit(x, constraints=constraints)
-    assert single.n_clusters_ == 2 and single.cluster_count_.criterion == "pairs"  # no probes asked for
+    single = DCGMMClustering("auto", cluster_range=(2, 2), **TINY).fit(x, constraints=constraints)
+    assert single.n_clusters_ == 2 and single.cluster_count_.criterion == "pairs"  # no probes by default
     assert single.cluster_count_.probed == ()
     for bounds, match in [
         ((1, 4), "integers in \\[2, 200\\]"),

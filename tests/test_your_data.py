@@ -43,6 +43,7 @@ def test_num_clusters_part_chooses_and_trains_at_both_k(tmp_path):
     assert chosen["chosen_k"].between(5, 7).all()
     both = chosen.iloc[0]
     assert 0 < both["acc_true_k"] <= 1 and 0 < both["acc_chosen"] <= 1
+    assert 5 <= both["probe_k"] <= 7 and both["probe_scores"] == ""  # the "auto" fit, without probes by default
     assert np.isnan(chosen.iloc[1].get("acc_true_k", np.nan))  # trained with both link types only
 
 
