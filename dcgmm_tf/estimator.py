@@ -297,7 +297,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         constraints = self._spread(answers, x)
         if auto:
             pretrained = self._pretrained(x, 2, seed)
-            self.cluster_count_ = choose_num_clusters(pretrained.embed(x), constraints, candidates, seed=seed)
+            self.cluster_count_ = choose_num_clusters(pretrained.embed(x), answers, candidates, seed=seed)
             if self.probe_epochs != 0:
                 self.cluster_count_ = probe_num_clusters(
                     self.cluster_count_,

@@ -248,7 +248,7 @@ def test_num_clusters_zero_chooses_k_from_the_pairs(toy, monkeypatch, caplog):
     asked = []
 
     def choose(*args, **kwargs):  # the runner's call, with fewer candidates than 2..30 to keep the test short
-        asked.append(kwargs.get("candidates", cluster_count.DEFAULT_CANDIDATES))
+        asked.append((kwargs.get("candidates", cluster_count.DEFAULT_CANDIDATES), len(args[1])))
         return cluster_count.choose_num_clusters(*args, **kwargs, candidates=range(2, 6))
 
     monkeypatch.setattr(starting, "choose_num_clusters", choose)
@@ -256,7 +256,8 @@ def test_num_clusters_zero_chooses_k_from_the_pairs(toy, monkeypatch, caplog):
     probe = cluster_count.probe_num_clusters
     monkeypatch.setattr(starting, "probe_num_clusters", lambda *a, **k: probed.append(probe(*a, **k)) or probed[-1])
     result = evaluation.train_and_evaluate(dataclasses.replace(config, num_clusters=0, probe_epochs=1), data, runtime)
-    assert asked == [cluster_count.DEFAULT_CANDIDATES]  # the runner asks for the default range
+    # the runner asks for the default range, and chooses from the 100 answers, not from their spread copies
+    assert asked == [(cluster_count.DEFAULT_CANDIDATES, 100)] and result.row["training_pairs"] > 100
     assert 2 <= result.row["chosen_k"] <= 5 and result.row["config"] != config.key()
     # then the probes: the embedding's K and its neighbours trained on 3/4 of the answers, scored on the rest
     assert len(probed) == 1 and probed[0].criterion == "probes" and result.row["chosen_k"] in probed[0].probed
