@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets up .venv and reproduces the default row of DC-GMM on Fashion-MNIST (6,000 constraints, seeds 0-4, the
 # runner's default recipe: 40 pretraining epochs, the label-free start, each answer also spread to its pair's nearest
-# neighbours, 30 epochs with a cosine learning rate; about 18 minutes per seed on an idle 2-core CPU, so 90 in all).
-# --quick first: a first answer in about 18 minutes (seed 0 only, into results/fashion_quick). Other arguments are
+# neighbours, 30 epochs with a cosine learning rate; about 20 minutes per seed on an idle 2-core CPU, so 100 in all).
+# --quick first: a first answer in about 20 minutes (seed 0 only, into results/fashion_quick). Other arguments are
 # passed to experiments.run, e.g. `bash scripts/main.sh --epochs=5 --runs=1` or `--protocol=paper`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
