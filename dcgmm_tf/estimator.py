@@ -294,7 +294,8 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         for name in ("spread_neighbours", "spread_weight"):
             check_field(name, getattr(self, name), _RUNNER_DEFAULTS[name].metadata)
         answers = constraints
-        constraints = self._spread(answers, x)
+        spread = functools.partial(spread_to_neighbours, x=x, k=self.spread_neighbours, factor=self.spread_weight)
+        constraints = spread(answers)
         if auto:
             pretrained = self._pretrained(x, 2, seed)
             self.cluster_count_ = choose_num_clusters(pretrained.embed(x), answers, candidates, seed=seed)
@@ -305,7 +306,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                     x,
                     self._probe(x, pretrained, seed),
                     seed=seed,
-                    spread=functools.partial(self._spread, x=x),
+                    spread=spread,
                 )
             self.n_clusters_ = self.cluster_count_.num_clusters
         else:
@@ -341,12 +342,6 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             cache_dir=None,
             verbose=self.verbose,
         )
-
-    def _spread(self, answers: ConstraintSet, x: np.ndarray) -> ConstraintSet:
-        """The pairs trained on: the answers, spread to neighbours when ``spread_neighbours`` asks for it."""
-        if not self.spread_neighbours:
-            return answers
-        return spread_to_neighbours(answers, x, self.spread_neighbours, self.spread_weight)
 
     def _probe(self, x: np.ndarray, pretrained: DCGMM, seed: int) -> Callable[[int, ConstraintSet], DCGMM]:
         """Trains a probe of ``probe_epochs`` (:func:`dcgmm_tf.cluster_count.probe_num_clusters`): K clusters on

@@ -119,8 +119,9 @@ def make_constraints(config: RunConfig, y_train: np.ndarray) -> ConstraintSet:
 
 def spread_to_neighbours(constraints: ConstraintSet, x: np.ndarray, k: int, factor: float) -> ConstraintSet:
     """``constraints`` and each answer spread to the ``k`` nearest neighbours in ``x`` (the samples' inputs) of either
-    end of its pair, at ``factor`` times its weight (not the paper's; see :mod:`dcgmm_tf.constraints.spread`)."""
-    if not len(constraints):
+    end of its pair, at ``factor`` times its weight (not the paper's; see :mod:`dcgmm_tf.constraints.spread`); with
+    ``k`` 0, ``constraints`` as they are."""
+    if not len(constraints) or not k:
         return constraints
     i, j, weight = constraints.i, constraints.j, constraints.weight
     ends = np.unique(np.concatenate([i, j]))
@@ -131,8 +132,6 @@ def spread_to_neighbours(constraints: ConstraintSet, x: np.ndarray, k: int, fact
 def training_pairs(config: RunConfig, x_train: np.ndarray, answered: ConstraintSet) -> ConstraintSet:
     """The pairs a run of ``config`` trains with: the ``answered`` ones, spread to nearest neighbours in
     ``x_train`` when ``config.spread_neighbours`` is set (see :func:`spread_to_neighbours`)."""
-    if not config.spread_neighbours:
-        return answered
     return spread_to_neighbours(answered, x_train, config.spread_neighbours, config.spread_weight)
 
 

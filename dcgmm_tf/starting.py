@@ -93,7 +93,7 @@ def with_chosen_clusters(
     config: RunConfig,
     run: PreparedRun,
     runtime: RuntimeConfig,
-    fit: Callable[[DCGMM, ConstraintSet], object] | None = None,
+    fit: Callable[[DCGMM, ConstraintSet], object],
 ) -> PreparedRun:
     """``run`` with K chosen from its pairs (``config.num_clusters=0``).
 
@@ -101,7 +101,7 @@ def with_chosen_clusters(
     :data:`dcgmm_tf.cluster_count.DEFAULT_CANDIDATES` by :func:`dcgmm_tf.cluster_count.choose_num_clusters` on its
     embedding from the answers (their copies spread to neighbours would sit in other folds than the answer they
     copy, and chose K = 11 and 16 where the answers chose 10 and 12 on Fashion-MNIST, docs/your-data.md), then,
-    with ``fit`` and ``config.probe_epochs``, among that K and its neighbours by probes
+    with ``config.probe_epochs``, among that K and its neighbours by probes
     (:func:`dcgmm_tf.cluster_count.probe_num_clusters`): each a model of that K on the pretrained autoencoder,
     started on three quarters of the answers (spread as the run spreads them) and trained by ``fit(model,
     pairs)``. The run then trains as one with ``num_clusters=K`` would.
@@ -128,7 +128,7 @@ def with_chosen_clusters(
         fit(probe, pairs)
         return probe
 
-    if fit is not None and config.probe_epochs:
+    if config.probe_epochs:
         spread = functools.partial(training_pairs, config, x_train)
         count = probe_num_clusters(count, run.answers, x_train, train_probe, seed=config.seed, spread=spread)
         scores = ", ".join(f"K={k}: {v:.4f}" for k, v in zip(count.probed, count.probe_scores))

@@ -17,7 +17,6 @@ those library calls (:func:`fit_config`), and it applies the config's precision 
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -97,10 +96,12 @@ def train_dcgmm(
     """DC-GMM (VaDE without constraints): pretraining, the initial mixture, then ``config.epochs`` of C-ELBO
     (with ``callbacks`` after the recipe's own)."""
     if run.num_clusters == 0:
-        probe_fit = functools.partial(fit_config, config=config, x=run.inputs.x_train, runtime=runtime)
-        run = with_chosen_clusters(
-            config, run, runtime, lambda model, pairs: probe_fit(model, constraints=pairs, epochs=config.probe_epochs)
-        )
+        x = run.inputs.x_train
+
+        def probe_fit(model: DCGMM, pairs: ConstraintSet) -> dict[str, list]:  # a probe's training
+            return fit_config(model, config, x, pairs, runtime, epochs=config.probe_epochs)
+
+        run = with_chosen_clusters(config, run, runtime, probe_fit)
     x_train, _, x_test, y_test = run.inputs
     model = started_model(config, run, runtime)
     start_acc = float("nan")  # without a test split, nothing is scored
