@@ -38,7 +38,7 @@ def run_cli(tmp_path, *args):
         "--max_train_samples=800",
         "--max_test_samples=300",
         "--epochs=2",
-        "--pretrain_epochs=1",
+        "--pretrain_epochs=0",
         "--num_constraints=300",
         "--eval_every=1",
         "--verbose=0",

@@ -31,7 +31,7 @@ def _tiny_run(tmp_path, out, **changes):
         dataset=toy_npz(tmp_path, 240),
         num_clusters=2,
         epochs=3,
-        pretrain_epochs=1,
+        pretrain_epochs=0,
         num_constraints=60,
         batch_size=64,
         restart_every=2,

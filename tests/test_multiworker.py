@@ -77,10 +77,10 @@ def test_two_workers_take_the_steps_of_one_device(tmp_path):
 
 def test_two_workers_of_the_runner_write_the_same_row(tmp_path):
     flags = [
-        f"--dataset={toy_npz(tmp_path, 400)}",
+        f"--dataset={toy_npz(tmp_path, 200)}",
         "--pretrain_epochs=1",
         "--latent_dim=2",
-        "--batch_size=32",
+        "--batch_size=64",
         "--epochs=2",
         "--restart_every=1",
         "--eval_every=1",

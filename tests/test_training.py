@@ -18,11 +18,12 @@ METRICS = ["acc", "nmi", "ari", "constraint_satisfaction", "start_acc"]
 
 @pytest.fixture(name="toy")
 def fixture_toy(tmp_path):
-    """toy.npz (600 training, 100 test samples), a tiny config and a runtime config writing under tmp_path."""
+    """toy.npz (600 training, 100 test samples), a tiny config (no pretraining: the tests that need one ask for it)
+    and a runtime config writing under tmp_path."""
     config = RunConfig(
         dataset=toy_npz(tmp_path, 600),
         epochs=2,
-        pretrain_epochs=1,
+        pretrain_epochs=0,
         num_constraints=100,
         latent_dim=2,
         batch_size=32,
@@ -63,7 +64,7 @@ def test_runner_main_builds_its_configs_from_the_flags(toy, tmp_path):
             "run",
             f"--dataset={config.dataset}",
             "--epochs=2",
-            "--pretrain_epochs=1",
+            "--pretrain_epochs=0",
             "--num_constraints=100",
             "--latent_dim=2",
             "--batch_size=32",

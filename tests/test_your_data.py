@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_small_part_writes_a_row_per_fit(tmp_path):
-    rows = your_data_parts.small([0], 40, your_data_parts.tiny_schedule(2, 0))
+    rows = your_data_parts.small([0], 40, {**your_data_parts.tiny_schedule(2, 0), "pretrain_epochs": 0})
     your_data_parts.write_rows(rows, tmp_path, "small")
     rows = pd.read_csv(tmp_path / "small.csv")
     assert rows[["dataset", "pairs"]].values.tolist() == [
