@@ -296,8 +296,9 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         answers = constraints
         spread = functools.partial(spread_to_neighbours, x=x, k=self.spread_neighbours, factor=self.spread_weight)
         constraints = spread(answers)
+        pretrained = None
         if auto:
-            pretrained = self._pretrained(x, 2, seed)
+            pretrained = self._pretrained(x, 2, seed)  # the final model takes its autoencoder too
             self.cluster_count_ = choose_num_clusters(pretrained.embed(x), answers, candidates, seed=seed)
             if self.probe_epochs != 0:
                 self.cluster_count_ = probe_num_clusters(
@@ -311,7 +312,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             self.n_clusters_ = self.cluster_count_.num_clusters
         else:
             self.n_clusters_ = int(self.n_clusters)
-        self.model_ = self._train(x, constraints, self.n_clusters_, seed)
+        self.model_ = self._train(x, constraints, self.n_clusters_, seed, pretrained)
         self.constraints_ = constraints
         self.labels_ = self._probabilities(x).argmax(-1)
         empty = np.flatnonzero(np.bincount(self.labels_, minlength=self.n_clusters_) == 0)
@@ -350,17 +351,28 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         schedule = fit_schedule(len(x), epochs, self.schedule_.pretrain_epochs, self.schedule_.batch_size)
 
         def train_probe(num_clusters: int, pairs: ConstraintSet) -> DCGMM:
-            with process_seeds(seed):  # as _pretrained builds it
-                model = mlp_model(x.shape[1], num_clusters, self.latent_dim, self.hidden_units_, self.likelihood_, seed)
-            starting.with_autoencoder(model, pretrained)
+            model = self._built(x, num_clusters, seed, pretrained)
             self._fit(model, x, pairs, seed, schedule)
             return model
 
         return train_probe
 
-    def _train(self, x: np.ndarray, constraints: ConstraintSet, num_clusters: int, seed: int) -> DCGMM:
-        """The library calls of the runner's recipe (:func:`dcgmm_tf.training.train_dcgmm`) on scaled ``x``."""
-        model = self._pretrained(x, num_clusters, seed)
+    def _built(self, x: np.ndarray, num_clusters: int, seed: int, pretrained: DCGMM) -> DCGMM:
+        """A model with ``num_clusters`` clusters, made as :meth:`_pretrained` makes it, with the autoencoder of
+        ``pretrained`` (its weights do not depend on K)."""
+        with process_seeds(seed):
+            model = mlp_model(x.shape[1], num_clusters, self.latent_dim, self.hidden_units_, self.likelihood_, seed)
+        return starting.with_autoencoder(model, pretrained)
+
+    def _train(
+        self, x: np.ndarray, constraints: ConstraintSet, num_clusters: int, seed: int, pretrained: DCGMM | None
+    ) -> DCGMM:
+        """The library calls of the runner's recipe (:func:`dcgmm_tf.training.train_dcgmm`) on scaled ``x``, on the
+        autoencoder of ``pretrained`` (a model of any K pretrained on ``x``) or a new pretraining when None."""
+        if pretrained is None:
+            model = self._pretrained(x, num_clusters, seed)
+        else:
+            model = self._built(x, num_clusters, seed, pretrained)
         self.history_ = self._fit(model, x, constraints, seed, self.schedule_)
         if not self.keep_optimizer:
             # Its moments are twice the weights' size; the model predicts without them (and unpickles uncompiled).

@@ -94,8 +94,8 @@ def with_chosen_clusters(
     run: PreparedRun,
     runtime: RuntimeConfig,
     fit: Callable[[DCGMM, ConstraintSet], object],
-) -> PreparedRun:
-    """``run`` with K chosen from its pairs (``config.num_clusters=0``).
+) -> tuple[PreparedRun, DCGMM]:
+    """``run`` with K chosen from its pairs (``config.num_clusters=0``), and the pretrained model K was chosen on.
 
     The autoencoder is pretrained as for a 2-cluster model (cached like any pretraining), K is chosen in
     :data:`dcgmm_tf.cluster_count.DEFAULT_CANDIDATES` by :func:`dcgmm_tf.cluster_count.choose_num_clusters` on its
@@ -104,7 +104,8 @@ def with_chosen_clusters(
     with ``config.probe_epochs``, among that K and its neighbours by probes
     (:func:`dcgmm_tf.cluster_count.probe_num_clusters`): each a model of that K on the pretrained autoencoder,
     started on three quarters of the answers (spread as the run spreads them) and trained by ``fit(model,
-    pairs)``. The run then trains as one with ``num_clusters=K`` would.
+    pairs)``. The run then trains as one with ``num_clusters=K`` would, on the same pretrained autoencoder (its
+    weights do not depend on K: pass the model to :func:`started_model`, which then pretrains nothing again).
     """
     x_train = run.inputs.x_train
     build = functools.partial(make_model, config, x_train.shape[1:], run.data.likelihood)
@@ -133,25 +134,35 @@ def with_chosen_clusters(
         count = probe_num_clusters(count, run.answers, x_train, train_probe, seed=config.seed, spread=spread)
         scores = ", ".join(f"K={k}: {v:.4f}" for k, v in zip(count.probed, count.probe_scores))
         logging.info("K chosen by the probes: %d (held-out log-likelihood per pair %s)", count.num_clusters, scores)
-    return dataclasses.replace(run, num_clusters=count.num_clusters)
+    return dataclasses.replace(run, num_clusters=count.num_clusters), model
 
 
-def started_model(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> DCGMM:
-    """The model of ``config`` after pretraining and the start of ``config.cluster_init`` on ``run``."""
+def started_model(
+    config: RunConfig, run: PreparedRun, runtime: RuntimeConfig, pretrained: DCGMM | None = None
+) -> DCGMM:
+    """The model of ``config`` after pretraining and the start of ``config.cluster_init`` on ``run``.
+
+    With ``pretrained`` (a model of any K pretrained on ``run``'s inputs with the same settings, as
+    :func:`with_chosen_clusters` returns it), its autoencoder is taken instead of pretraining again.
+    """
     seed = config.seed
     pretrain_seed = pretraining_seed(config)
     x_train, y_train = run.inputs.x_train, run.inputs.y_train
     build = functools.partial(make_model, config, x_train.shape[1:], run.data.likelihood, run.num_clusters)
-    model = pretrained_model(
-        build,
-        x_train,
-        seed=pretrain_seed,
-        epochs=config.pretrain_epochs,
-        batch_size=config.pretrain_batch_size,
-        name=run.data.name,
-        cache_dir=cache_folder(runtime),
-        verbose=runtime.verbose,
-    )
+    if pretrained is None:
+        model = pretrained_model(
+            build,
+            x_train,
+            seed=pretrain_seed,
+            epochs=config.pretrain_epochs,
+            batch_size=config.pretrain_batch_size,
+            name=run.data.name,
+            cache_dir=cache_folder(runtime),
+            verbose=runtime.verbose,
+        )
+    else:
+        with process_seeds(pretrain_seed):  # as pretrained_model builds it
+            model = with_autoencoder(build(pretrain_seed), pretrained)
     start_mixture(
         model,
         x_train,

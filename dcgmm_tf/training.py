@@ -101,9 +101,11 @@ def train_dcgmm(
         def probe_fit(model: DCGMM, pairs: ConstraintSet) -> dict[str, list]:  # a probe's training
             return fit_config(model, config, x, pairs, runtime, epochs=config.probe_epochs)
 
-        run = with_chosen_clusters(config, run, runtime, probe_fit)
+        run, pretrained = with_chosen_clusters(config, run, runtime, probe_fit)
+    else:
+        pretrained = None
     x_train, _, x_test, y_test = run.inputs
-    model = started_model(config, run, runtime)
+    model = started_model(config, run, runtime, pretrained)
     start_acc = float("nan")  # without a test split, nothing is scored
     if len(x_test):
         start_acc = metrics.cluster_accuracy(y_test, predict_clusters(model, x_test, runtime.eval_batch_size))

@@ -256,7 +256,16 @@ def test_num_clusters_zero_chooses_k_from_the_pairs(toy, monkeypatch, caplog):
     probed = []
     probe = cluster_count.probe_num_clusters
     monkeypatch.setattr(starting, "probe_num_clusters", lambda *a, **k: probed.append(probe(*a, **k)) or probed[-1])
+    pretrained = []
+    pretrain = starting.pretrained_model
+
+    def counted(*args, **kwargs):
+        pretrained.append(pretrain(*args, **kwargs))
+        return pretrained[-1]
+
+    monkeypatch.setattr(starting, "pretrained_model", counted)
     result = evaluation.train_and_evaluate(dataclasses.replace(config, num_clusters=0, probe_epochs=1), data, runtime)
+    assert len(pretrained) == 1  # K is chosen on the pretrained embedding; the run at K takes its autoencoder
     # the runner asks for the default range, and chooses from the 100 answers, not from their spread copies
     assert asked == [(cluster_count.DEFAULT_CANDIDATES, 100)] and result.row["training_pairs"] > 100
     assert 2 <= result.row["chosen_k"] <= 5 and result.row["config"] != config.key()
