@@ -33,7 +33,6 @@ from dcgmm_tf.model import DCGMM
 from dcgmm_tf.networks import PAPER_HIDDEN_UNITS, MLPDecoder, MLPEncoder
 from dcgmm_tf.prepared import spread_to_neighbours
 from dcgmm_tf.pretraining import start_mixture
-from dcgmm_tf.process_state import process_seeds
 
 _RUNNER_DEFAULTS = RunConfig.__dataclass_fields__
 SCALINGS = ("auto", "none")
@@ -324,17 +323,17 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             )
         return self
 
+    def _builder(self, x: np.ndarray, num_clusters: int) -> Callable[[int], DCGMM]:
+        """Makes the model of ``num_clusters`` clusters for scaled ``x`` from a seed; the library calls it under
+        that seed's :func:`dcgmm_tf.process_state.process_seeds`, so the initial weights follow random_state."""
+        return functools.partial(
+            mlp_model, x.shape[1], num_clusters, self.latent_dim, self.hidden_units_, self.likelihood_
+        )
+
     def _pretrained(self, x: np.ndarray, num_clusters: int, seed: int) -> DCGMM:
         """A model with ``num_clusters`` clusters after its autoencoder pretraining on scaled ``x``."""
-
-        def build(model_seed: int) -> DCGMM:
-            # Networks made here, under the pretraining's seeds, so their initial weights follow random_state.
-            return mlp_model(
-                x.shape[1], num_clusters, self.latent_dim, self.hidden_units_, self.likelihood_, model_seed
-            )
-
         return starting.pretrained_model(
-            build,
+            self._builder(x, num_clusters),
             x,
             seed=seed,
             epochs=self.schedule_.pretrain_epochs,
@@ -351,18 +350,11 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         schedule = fit_schedule(len(x), epochs, self.schedule_.pretrain_epochs, self.schedule_.batch_size)
 
         def train_probe(num_clusters: int, pairs: ConstraintSet) -> DCGMM:
-            model = self._built(x, num_clusters, seed, pretrained)
+            model = starting.with_autoencoder(self._builder(x, num_clusters), seed, pretrained)
             self._fit(model, x, pairs, seed, schedule)
             return model
 
         return train_probe
-
-    def _built(self, x: np.ndarray, num_clusters: int, seed: int, pretrained: DCGMM) -> DCGMM:
-        """A model with ``num_clusters`` clusters, made as :meth:`_pretrained` makes it, with the autoencoder of
-        ``pretrained`` (its weights do not depend on K)."""
-        with process_seeds(seed):
-            model = mlp_model(x.shape[1], num_clusters, self.latent_dim, self.hidden_units_, self.likelihood_, seed)
-        return starting.with_autoencoder(model, pretrained)
 
     def _train(
         self, x: np.ndarray, constraints: ConstraintSet, num_clusters: int, seed: int, pretrained: DCGMM | None
@@ -372,7 +364,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         if pretrained is None:
             model = self._pretrained(x, num_clusters, seed)
         else:
-            model = self._built(x, num_clusters, seed, pretrained)
+            model = starting.with_autoencoder(self._builder(x, num_clusters), seed, pretrained)
         self.history_ = self._fit(model, x, constraints, seed, self.schedule_)
         if not self.keep_optimizer:
             # Its moments are twice the weights' size; the model predicts without them (and unpickles uncompiled).

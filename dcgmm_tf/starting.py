@@ -76,9 +76,12 @@ def pretrained_model(
     return model
 
 
-def with_autoencoder(model: DCGMM, pretrained: DCGMM) -> DCGMM:
-    """``model`` with the encoder and decoder weights of ``pretrained`` (any K: the autoencoder's weights do not
-    depend on it); its mixture is left to a start."""
+def with_autoencoder(build: Callable[[int], DCGMM], seed: int, pretrained: DCGMM) -> DCGMM:
+    """The model ``build(seed)``, made under :func:`dcgmm_tf.process_state.process_seeds` of ``seed`` as
+    :func:`pretrained_model` makes it, with the encoder and decoder weights of ``pretrained`` (any K: the
+    autoencoder's weights do not depend on it); its mixture is left to a start."""
+    with process_seeds(seed):
+        model = build(seed)
     model.encoder.set_weights(pretrained.encoder.get_weights())
     model.decoder.set_weights(pretrained.decoder.get_weights())
     return model
@@ -123,8 +126,7 @@ def with_chosen_clusters(
     logging.info("K chosen from the pairs on the pretrained embedding: %d (%s)", count.num_clusters, count.criterion)
 
     def train_probe(num_clusters: int, pairs: ConstraintSet) -> DCGMM:
-        with process_seeds(config.seed):
-            probe = with_autoencoder(build(num_clusters, config.seed), model)
+        probe = with_autoencoder(functools.partial(build, num_clusters), config.seed, model)
         start_mixture(probe, x_train, config.cluster_init, pairs, seed=config.seed, gmm_seed=pretraining_seed(config))
         fit(probe, pairs)
         return probe
@@ -161,8 +163,7 @@ def started_model(
             verbose=runtime.verbose,
         )
     else:
-        with process_seeds(pretrain_seed):  # as pretrained_model builds it
-            model = with_autoencoder(build(pretrain_seed), pretrained)
+        model = with_autoencoder(build, pretrain_seed, pretrained)
     start_mixture(
         model,
         x_train,
