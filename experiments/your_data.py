@@ -34,6 +34,9 @@ flags.DEFINE_bool("train", True, "num_clusters: also train at the chosen and the
 flags.DEFINE_string(
     "probe_epochs", "0", "num_clusters: probe_epochs of the n_clusters='auto' fit ('auto', or epochs; 0: no probes)."
 )
+flags.register_validator(
+    "probe_epochs", lambda v: v == "auto" or v.isdigit(), "--probe_epochs must be 'auto' or a non-negative integer"
+)
 flags.DEFINE_list(
     "datasets",
     ["digits", "blobs", "fashion", "wine"],

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from experiments import your_data_parts
 
@@ -47,13 +48,15 @@ def test_num_clusters_part_chooses_and_trains_at_both_k(tmp_path):
     assert np.isnan(chosen.iloc[1].get("acc_true_k", np.nan))  # trained with both link types only
 
 
-def test_an_unknown_part_is_refused_by_the_flag():
+@pytest.mark.parametrize("flag", ["--part=nosuch", "--probe_epochs=some"])
+def test_a_bad_flag_is_refused_by_the_flag(flag):
     proc = subprocess.run(
-        [sys.executable, "-m", "experiments.your_data", "--part=nosuch"],
+        [sys.executable, "-m", "experiments.your_data", flag],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert proc.returncode == 1 and "--part" in proc.stderr and "Traceback" not in proc.stderr
+    name = flag.split("=")[0]
+    assert proc.returncode == 1 and name in proc.stderr and "Traceback" not in proc.stderr
     assert "tensorflow" not in proc.stderr.lower()  # refused at the flags, before the library is imported
