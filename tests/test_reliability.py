@@ -206,7 +206,9 @@ def history(out):
     return pd.read_csv(out / "runs" / "dcgmm-toy-seed3" / "history.csv").drop(columns="elapsed_seconds")
 
 
-@pytest.fixture(name="cli_runs", scope="module")
+# Session scope: the two tests below share one worker (their xdist group), but pytest-xdist may run another
+# module's test between them, and a module fixture would then be made twice (37 s each on the 2-core machine).
+@pytest.fixture(name="cli_runs", scope="session")
 def fixture_cli_runs(tmp_path_factory):
     """A run of the command line killed after 2 epochs and restarted, and the uninterrupted run with the same seed
     made through the runner's flags in this process while the restarted one runs; the epochs the killed process
@@ -232,7 +234,7 @@ def fixture_cli_runs(tmp_path_factory):
     return tmp_path, before_kill, backups
 
 
-@pytest.mark.xdist_group("cli_runs")  # one worker runs the module fixture (scripts/test.sh: --dist loadgroup)
+@pytest.mark.xdist_group("cli_runs")  # one worker runs the fixture (scripts/test.sh: --dist loadgroup)
 def test_same_seed_gives_the_same_epochs_in_another_process(cli_runs):
     tmp_path, before_kill, _ = cli_runs
     assert len(before_kill) >= 2  # whole lines only: the process may have died while writing the next one
