@@ -105,6 +105,23 @@ def pair_log_likelihood(log_p_i: np.ndarray, log_p_j: np.ndarray, must: np.ndarr
     return np.where(must, same_term, diff_term)
 
 
+def log_responsibilities(gmm: GaussianMixture, x: np.ndarray) -> np.ndarray:
+    """Log p(k | x) [N, K] under a fitted diagonal GMM, in log space throughout.
+
+    ``np.log(gmm.predict_proba(x))`` is -inf where a probability underflows; here
+    log p(k | x) = log w_k + log N(x; mu_k, diag(var_k)) - logsumexp_k(...) stays finite.
+    """
+    if gmm.covariance_type != "diag":
+        raise ValueError(f"a diagonal GMM is needed, got covariance_type={gmm.covariance_type!r}")
+    x = np.asarray(x, np.float64)
+    precisions = 1.0 / np.asarray(gmm.covariances_, np.float64)  # [K, D]
+    means = np.asarray(gmm.means_, np.float64)
+    # sum_d (x_d - mu_kd)^2 / var_kd, expanded into matrix products as scikit-learn does: [N, K]
+    squared = (x**2) @ precisions.T - 2.0 * x @ (means * precisions).T + (means**2 * precisions).sum(axis=1)
+    log_joint = np.log(gmm.weights_) - 0.5 * (x.shape[1] * np.log(2 * np.pi) - np.log(precisions).sum(axis=1) + squared)
+    return log_joint - logsumexp(log_joint, axis=1, keepdims=True)
+
+
 def one_standard_error_choice(values: np.ndarray) -> int:
     """The one-standard-error rule on paired differences.
 
@@ -172,7 +189,7 @@ def choose_num_clusters(
         i, j = constraints.i[held], constraints.j[held]
         for n, k in enumerate(candidates):
             gmm = GaussianMixture(k, covariance_type="diag", random_state=seed + f, n_init=n_init).fit(mapped[fit_rows])
-            log_p = np.log(np.clip(gmm.predict_proba(mapped), 1e-12, None))
+            log_p = log_responsibilities(gmm, mapped)
             values[n, held] = pair_log_likelihood(log_p[i], log_p[j], constraints.must_link_mask[held], flip[held])
     scores, errors = values.mean(axis=1), values.std(axis=1) / np.sqrt(len(constraints))
     best = int(np.argmax(scores))

@@ -5,6 +5,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from sklearn.mixture import GaussianMixture
 
 from dcgmm_tf import ConstraintSet
 from dcgmm_tf.cluster_count import (
@@ -12,6 +13,7 @@ from dcgmm_tf.cluster_count import (
     choose_by_probes,
     choose_num_clusters,
     held_out_mask,
+    log_responsibilities,
     one_standard_error_choice,
     pair_log_likelihood,
     probe_candidates,
@@ -56,6 +58,19 @@ def test_pair_log_likelihood_against_numpy():
     same = (p * q).sum(1)
     expected = np.log(np.where(must, same * 0.9 + (1 - same) * 0.1, same * 0.1 + (1 - same) * 0.9))
     np.testing.assert_allclose(pair_log_likelihood(np.log(p), np.log(q), must, flip), expected, rtol=1e-10)
+
+
+def test_log_responsibilities_are_the_gmm_posteriors_in_log_space():
+    rng = np.random.default_rng(0)
+    z = np.concatenate([rng.normal(0, 1, (100, 3)), rng.normal(8, 1, (100, 3))])
+    gmm = GaussianMixture(2, covariance_type="diag", random_state=0).fit(z)
+    log_p = log_responsibilities(gmm, z)
+    np.testing.assert_allclose(np.exp(log_p), gmm.predict_proba(z), atol=1e-12)
+    far = np.array([[-60.0, -60.0, -60.0]])  # p(far blob) underflows to 0 in predict_proba, not here
+    assert gmm.predict_proba(far).min() == 0 and np.isfinite(log_responsibilities(gmm, far)).all()
+    assert log_responsibilities(gmm, far).min() < -1000
+    with pytest.raises(ValueError, match="diagonal"):
+        log_responsibilities(GaussianMixture(2).fit(z), z)
 
 
 def test_the_one_standard_error_rule_compares_candidates_pair_by_pair():
