@@ -36,6 +36,11 @@ class _Autoencoder(keras.Model):
     def metrics(self):
         return [self.loss_tracker]
 
+    def load_own_variables(self, store):
+        # It has no variables of its own: the weights of a whole DC-GMM (a cache written before the cache held the
+        # autoencoder alone) load too, their mixture (of any K) left out.
+        del store
+
     def call(self, x, training=False):
         return self.decoder(self.encoder(x, training=training)[0], training=training)
 
@@ -156,7 +161,8 @@ def pretrain(
     """Autoencoder pretraining of ``model``'s encoder mean and decoder, reusing ``cache_path`` if present.
 
     The mixture is left as it is: set it next with :func:`start_mixture`. The cache (``.weights.h5``) holds the
-    model's weights; the mixture in it is not used (caches written with a fitted GMM load as well).
+    encoder and decoder weights alone; a whole model's weights load as well, their mixture not used (caches
+    written before, some with a fitted GMM).
 
     Args:
       model: The DC-GMM whose networks are pretrained.
@@ -197,15 +203,26 @@ def pretrain_checked(
     seed: int,
     cache_path: str | os.PathLike | None,
     verbose: int | str,
+    legacy_path: str | os.PathLike | None = None,
 ) -> bool:
-    """:func:`pretrain` for data checked already (by :func:`dcgmm_tf.prepared.prepare_run`)."""
+    """:func:`pretrain` for data checked already (by :func:`dcgmm_tf.prepared.prepare_run`).
+
+    The cache holds the encoder and decoder alone (they do not depend on K); a whole model's weights in it (caches
+    written before) load as well, and so does ``legacy_path`` (such a file under an earlier name) when
+    ``cache_path`` is missing, which is then written.
+    """
+    autoencoder = _Autoencoder(model.encoder, model.decoder, model.likelihood, name="autoencoder")
+    autoencoder.built = True  # its layers are the model's, built already
     with exclusive(cache_path):  # processes sharing the cache: one pretrains, the others then load its file
-        if load_cached_weights(model, cache_path):
+        if load_cached_weights(autoencoder, cache_path):
+            return True
+        if legacy_path is not None and Path(legacy_path).exists() and load_cached_weights(autoencoder, legacy_path):
+            save_cached_weights(autoencoder, cache_path)
             return True
         pretrain_autoencoder(
             model, x, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, seed=seed, verbose=verbose
         )
-        save_cached_weights(model, cache_path)
+        save_cached_weights(autoencoder, cache_path)
     return False
 
 

@@ -59,21 +59,39 @@ def pretrained_model(
 ) -> DCGMM:
     """The model ``build(seed)`` after its (cached) autoencoder pretraining on ``x`` (checked already).
 
-    The cache file in ``cache_dir`` (None: no cache) is named by ``name``, the seed and a hash of what the
-    weights depend on. The model is made and pretrained under :func:`dcgmm_tf.process_state.process_seeds` of ``seed``.
+    The cache file in ``cache_dir`` (None: no cache) holds the autoencoder alone, so models of any K share it; it
+    is named by ``name``, the seed and a hash of what the autoencoder's weights depend on. A file of the name used
+    before (whose hash held K and the mixture's variance floor) still loads. The model is made and pretrained under
+    :func:`dcgmm_tf.process_state.process_seeds` of ``seed``.
     """
     with process_seeds(seed):  # Keras' default initializers and tf.data's shuffle draw from the process's seeds
         model = build(seed)
-        model_config = model.get_config()  # what the pretrained weights depend on:
-        settings = {k: model_config[k] for k in ("encoder", "decoder", "num_clusters", "min_variance", "seed")}
-        settings.update(pretrain_epochs=epochs, pretrain_batch_size=batch_size, data=array_hash(x))
-        file_name = f"pretrain-{name}-seed{seed}-{settings_hash(settings)}.weights.h5"
-        cache = None if cache_dir is None else cache_dir / file_name
+        cache = legacy_cache = None
+        if cache_dir is not None:
+            cache, legacy_cache = (cache_dir / n for n in cache_names(model, x, seed, epochs, batch_size, name))
         cached = pretrain_checked(
-            model, x, epochs=epochs, batch_size=batch_size, seed=seed, cache_path=cache, verbose=verbose
+            model,
+            x,
+            epochs=epochs,
+            batch_size=batch_size,
+            seed=seed,
+            cache_path=cache,
+            verbose=verbose,
+            legacy_path=legacy_cache,
         )
     logging.info("pretrained weights %s", cache_note(cached, cache))
     return model
+
+
+def cache_names(model: DCGMM, x: np.ndarray, seed: int, epochs: int, batch_size: int, name: str) -> tuple[str, str]:
+    """The file names of :func:`pretrained_model`'s cache for ``model``: the name now, and the name before the
+    cache held the autoencoder alone (its hash also held K and the mixture's variance floor)."""
+    # What the pretrained weights depend on; not K: the networks are built (initialised) before the mixture.
+    model_config = model.get_config()
+    settings = {k: model_config[k] for k in ("encoder", "decoder", "seed")}
+    settings.update(pretrain_epochs=epochs, pretrain_batch_size=batch_size, data=array_hash(x))
+    legacy = {**settings, **{k: model_config[k] for k in ("num_clusters", "min_variance")}}
+    return tuple(f"pretrain-{name}-seed{seed}-{settings_hash(s)}.weights.h5" for s in (settings, legacy))
 
 
 def with_autoencoder(build: Callable[[int], DCGMM], seed: int, pretrained: DCGMM) -> DCGMM:
@@ -100,7 +118,7 @@ def with_chosen_clusters(
 ) -> tuple[PreparedRun, DCGMM]:
     """``run`` with K chosen from its pairs (``config.num_clusters=0``), and the pretrained model K was chosen on.
 
-    The autoencoder is pretrained as for a 2-cluster model (cached like any pretraining), K is chosen in
+    The autoencoder is pretrained as for a 2-cluster model (in the cache file of any K's pretraining), K is chosen in
     :data:`dcgmm_tf.cluster_count.DEFAULT_CANDIDATES` by :func:`dcgmm_tf.cluster_count.choose_num_clusters` on its
     embedding from the answers (their copies spread to neighbours would sit in other folds than the answer they
     copy, and chose K = 11 and 16 where the answers chose 10 and 12 on Fashion-MNIST, docs/your-data.md), then,

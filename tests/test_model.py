@@ -1,5 +1,7 @@
 """The DCGMM model: loss terms, VaDE special case, fit/predict, saving."""
 
+import logging
+
 import keras
 import numpy as np
 import pytest
@@ -178,7 +180,9 @@ def test_pretrain_cache_is_reused(tmp_path):
     assert pretrain(first, x, epochs=1, batch_size=64, seed=3, cache_path=cache, verbose=0) is False
     second = small_model(seed=4)
     assert pretrain(second, x, epochs=1, batch_size=64, seed=3, cache_path=cache, verbose=0) is True
-    np.testing.assert_array_equal(second.predict(x, verbose=0), first.predict(x, verbose=0))
+    for a, b in zip(second.encoder.weights + second.decoder.weights, first.encoder.weights + first.decoder.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())  # the networks; the mixture is left to a start
+    assert not np.array_equal(second.cluster_means.numpy(), first.cluster_means.numpy())
     with pytest.raises(ValueError, match="weights.h5"):
         pretrain(second, x, cache_path=tmp_path / "ae.h5")
 
@@ -198,6 +202,42 @@ def test_a_cache_written_with_its_gmm_still_loads(tmp_path):
     assert pretrain(new, x, epochs=1, batch_size=64, seed=3, cache_path=cache, verbose=0) is True
     start_mixture(new, x, "gmm", seed=3)
     np.testing.assert_array_equal(new.predict(x, verbose=0), old.predict(x, verbose=0))
+
+
+def test_models_of_any_k_share_one_pretraining_cache(tmp_path, caplog):
+    """The runner's cache holds the autoencoder alone: a model of another K loads it and gets the networks its own
+    pretraining gives, and a whole model's file under the name used before (its hash held K) still loads."""
+    import h5py
+
+    from dcgmm_tf import starting
+    from dcgmm_tf.pretraining import save_cached_weights
+    from tests.helpers import weights_equal
+
+    x, _, _ = two_factor_data(128)
+
+    def pretrained(num_clusters, cache_dir):
+        build = lambda seed: small_model(num_clusters=num_clusters, seed=seed)  # noqa: E731
+        return starting.pretrained_model(build, x, seed=3, epochs=1, batch_size=64, name="toy", cache_dir=cache_dir)
+
+    def networks(model):
+        return model.encoder.get_weights() + model.decoder.get_weights()
+
+    caplog.set_level(logging.INFO)
+    uncached = pretrained(5, None)
+    assert weights_equal(networks(pretrained(2, tmp_path / "cache")), networks(uncached))  # pretrains, writes
+    assert "pretrained weights loaded" not in caplog.text
+    loaded = pretrained(5, tmp_path / "cache")
+    assert "pretrained weights loaded" in caplog.text and weights_equal(networks(loaded), networks(uncached))
+    (cache,) = (tmp_path / "cache").glob("*.weights.h5")
+    with h5py.File(cache) as f:
+        assert "vars" not in f or not len(f["vars"])  # no mixture in the file
+    new_name, old_name = starting.cache_names(small_model(num_clusters=5, seed=3), x, 3, 1, 64, "toy")
+    assert cache.name == new_name != old_name
+    (tmp_path / "old").mkdir()
+    save_cached_weights(loaded, tmp_path / "old" / old_name)  # a whole model, K = 5, as the cache was written before
+    caplog.clear()
+    assert weights_equal(networks(pretrained(5, tmp_path / "old")), networks(uncached))
+    assert "pretrained weights loaded" in caplog.text and (tmp_path / "old" / new_name).exists()
 
 
 def test_cluster_prior_from_labels_uses_class_statistics_of_the_embedding():
