@@ -216,7 +216,7 @@ def pretrain_checked(
     with exclusive(cache_path):  # processes sharing the cache: one pretrains, the others then load its file
         if load_cached_weights(autoencoder, cache_path):
             return True
-        if legacy_path is not None and Path(legacy_path).exists() and load_cached_weights(autoencoder, legacy_path):
+        if load_cached_weights(autoencoder, legacy_path):  # False for None or a missing file, as for cache_path
             save_cached_weights(autoencoder, cache_path)
             return True
         pretrain_autoencoder(
