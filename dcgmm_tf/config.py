@@ -145,6 +145,19 @@ class RunConfig:
         rule=(lambda v: 0 < v <= 1, "in (0, 1]"),
         legacy=0.5,
     )
+    pair_tuning_epochs: int = setting(
+        0,
+        "Epochs of tuning the pretrained autoencoder with the pairs before the start: reconstruction plus a "
+        "contrastive pair term on the embedding (not the paper's: see dcgmm_tf.pair_tuning; 0: off, the paper's).",
+        lower=0,
+        legacy=0,
+    )
+    pair_tuning_weight: float = setting(
+        100.0,
+        "With pair_tuning_epochs: the weight of the pair term against the mean reconstruction loss.",
+        rule=(lambda v: 0 < v < math.inf, "a finite number > 0"),
+        legacy=100.0,
+    )
     constraints_file: str | None = setting(None, "CSV with columns i,j,weight indexing the training split.", kind=str)
     epochs: int = setting(
         30,

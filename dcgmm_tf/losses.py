@@ -163,3 +163,26 @@ def pair_log_likelihood_term(log_gamma: tf.Tensor, w: tf.Tensor) -> tf.Tensor:
     log_likelihood = tf.reduce_logsumexp(tf.stack([log_keep + log_holds, log_flip + log_fails]), axis=0)
     total = tf.reduce_mean(tf.reduce_sum(log_likelihood, axis=-1))
     return -CONFIDENCE_UNIT * total / tf.cast(batch_size, tf.float32)
+
+
+def embedding_pair_term(
+    z_i: tf.Tensor, z_j: tf.Tensor, must: tf.Tensor, strength: tf.Tensor, scale: float
+) -> tf.Tensor:
+    """Contrastive loss of pairs on the embedding (not the paper's: the autoencoder's pair tuning).
+
+    With d = ||z_i - z_j|| / scale, a must-link costs d^2 and a cannot-link relu(1 - d)^2 (pulled together, pushed
+    beyond ``scale``); the mean over the pairs weighted by ``strength``.
+
+    Args:
+        z_i: Embeddings of the pairs' first ends, [P, D].
+        z_j: Embeddings of the second ends, [P, D].
+        must: 1 for a must-link, 0 for a cannot-link, [P].
+        strength: Each pair's weight, [P] (not all zero).
+        scale: The distance counted as far apart.
+
+    Returns:
+        The scalar loss.
+    """
+    d = tf.norm(z_i - z_j, axis=1) / scale
+    per_pair = must * d**2 + (1 - must) * tf.nn.relu(1 - d) ** 2
+    return tf.reduce_sum(strength * per_pair) / tf.reduce_sum(strength)

@@ -19,6 +19,7 @@ from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.networks import VGGDecoder, VGGEncoder
+from dcgmm_tf.pair_tuning import tune_with_pairs
 from dcgmm_tf.prepared import PreparedRun, training_pairs
 from dcgmm_tf.pretraining import pretrain_checked, start_mixture
 from dcgmm_tf.process_state import process_seeds
@@ -182,6 +183,8 @@ def started_model(
         )
     else:
         model = with_autoencoder(build, pretrain_seed, pretrained)
+    if config.pair_tuning_epochs and len(run.constraints):
+        tune_with_pairs(model, x_train, run.constraints, config.pair_tuning_epochs, config.pair_tuning_weight, seed)
     start_mixture(
         model,
         x_train,

@@ -206,3 +206,21 @@ def test_pair_likelihood_pulls_a_confidently_violated_must_link():
     assert paper < 0.5
     assert likelihood > 1e3 * max(paper, 1e-6)
     assert likelihood > 100.0
+
+
+def test_embedding_pair_term_matches_numpy():
+    rng = np.random.default_rng(7)
+    z_i, z_j = rng.normal(size=(2, 6, 3)).astype(np.float32)
+    must = np.array([1, 0, 1, 0, 0, 1], np.float32)
+    strength = np.array([1.0, 0.5, 0.5, 1.0, 0.25, 1.0], np.float32)
+    scale = 1.7
+    d = np.linalg.norm(z_i.astype(np.float64) - z_j, axis=1) / scale
+    per_pair = np.where(must > 0, d**2, np.maximum(1 - d, 0) ** 2)
+    expected = np.sum(strength * per_pair) / strength.sum()
+    got = losses.embedding_pair_term(z_i, z_j, must, strength, scale).numpy()
+    assert got == pytest.approx(expected, rel=1e-5)
+    # a cannot-link already farther apart than the scale costs nothing; a must-link at one point costs nothing
+    one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)
+    far = losses.embedding_pair_term(z_i[:1], z_i[:1] + 2 * scale, zero, one, scale)
+    same = losses.embedding_pair_term(z_i[:1], z_i[:1], one, one, scale)
+    assert float(far) == 0.0 and float(same) == 0.0

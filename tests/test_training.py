@@ -294,3 +294,18 @@ def test_a_run_checks_its_training_data_once(toy, monkeypatch):
     monkeypatch.setattr(validation, "check_data", counting)
     training.train(config, data, prepared.make_constraints(config, data.y_train), runtime=runtime)
     assert checked.count(len(data.x_train)) == 1
+
+
+def test_pair_tuning_runs_before_the_start_and_not_for_vade(toy, caplog):
+    config, runtime = toy
+    data = load_dataset(config.dataset)
+    caplog.set_level(logging.INFO)
+    tuned = dataclasses.replace(config, pretrain_epochs=1, pair_tuning_epochs=1, epochs=1)
+    caplog.clear()
+    evaluation.train_and_evaluate(tuned, data, runtime)
+    log = caplog.text
+    assert "pair tuning epoch 1/1" in log and log.index("pair tuning epoch") < log.index("mixture initialised")
+    caplog.clear()
+    evaluation.train_and_evaluate(dataclasses.replace(tuned, method="vade"), data, runtime)
+    assert "pair tuning" not in caplog.text  # no pairs: nothing to tune with
+    assert tuned.key() != dataclasses.replace(tuned, pair_tuning_epochs=0).key()
