@@ -19,6 +19,7 @@ import tensorflow as tf
 from dcgmm_tf import losses
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.model import DCGMM
+from dcgmm_tf.pretraining import apply_on_path
 
 SCALE_PAIRS = 20_000  # random pairs whose median embedding distance is the unit of the pair term
 SEED_OFFSET = 991  # the tuning's random stream, apart from the run's others
@@ -68,7 +69,7 @@ def tune_with_pairs(
     ends_i, ends_j = np.asarray(constraints.i), np.asarray(constraints.j)
     w = np.asarray(constraints.weight, np.float32)
     must = (w > 0).astype(np.float32)
-    strength = np.abs(w) / np.abs(w).max()
+    strength = np.abs(w) / np.abs(w).max()  # float32, as w
     optimizer = keras.optimizers.Adam(learning_rate)
     variables = model.encoder.trainable_variables + model.decoder.trainable_variables
 
@@ -81,9 +82,7 @@ def tune_with_pairs(
             z_j = model.encoder(x_j, training=True)[0]
             pair = losses.embedding_pair_term(z_i, z_j, must_batch, strength_batch, scale)
             loss = reconstruction + weight * pair
-        # The log-variance head is not on this path and gets no gradient.
-        used = [(g, v) for g, v in zip(tape.gradient(loss, variables), variables) if g is not None]
-        optimizer.apply([g for g, _ in used], [v for _, v in used])
+        apply_on_path(optimizer, tape, loss, variables)
         return reconstruction, pair
 
     num_batches = -(-len(x) // batch_size)
@@ -95,7 +94,7 @@ def tune_with_pairs(
         for b in range(num_batches):
             chunk = chunks[b % len(chunks)]
             x_batch = x[order[b * batch_size : (b + 1) * batch_size]]
-            terms = step(x_batch, x[ends_i[chunk]], x[ends_j[chunk]], must[chunk], strength[chunk].astype(np.float32))
+            terms = step(x_batch, x[ends_i[chunk]], x[ends_j[chunk]], must[chunk], strength[chunk])
             totals += [float(t) for t in terms]
         logging.info(
             "pair tuning epoch %d/%d: reconstruction %.2f, pair term %.4f",

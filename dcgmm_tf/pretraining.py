@@ -22,6 +22,13 @@ from dcgmm_tf.model import DCGMM
 from dcgmm_tf.storage import exclusive, read_checked, write_atomically
 
 
+def apply_on_path(optimizer: keras.optimizers.Optimizer, tape: tf.GradientTape, loss: tf.Tensor, variables) -> None:
+    """One step of ``optimizer`` on the gradients of ``loss``, skipping the variables off its path (the encoder's
+    log-variance head when the loss uses the embedding means alone)."""
+    used = [(g, v) for g, v in zip(tape.gradient(loss, variables), variables) if g is not None]
+    optimizer.apply([g for g, _ in used], [v for _, v in used])
+
+
 class _Autoencoder(keras.Model):
     """x -> mu(x) -> decoder, trained on -log p(x | z = mu(x)); shares its layers with the DC-GMM."""
 
@@ -47,13 +54,7 @@ class _Autoencoder(keras.Model):
     def train_step(self, x):
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean(losses.reconstruction_nll(x, self(x, training=True), self.likelihood))
-        # The log-variance head of the encoder is not on this path and gets no gradient.
-        used = [
-            (g, v)
-            for g, v in zip(tape.gradient(loss, self.trainable_variables), self.trainable_variables)
-            if g is not None
-        ]
-        self.optimizer.apply([g for g, _ in used], [v for _, v in used])
+        apply_on_path(self.optimizer, tape, loss, self.trainable_variables)
         self.loss_tracker.update_state(loss)
         return {"reconstruction": self.loss_tracker.result()}
 
