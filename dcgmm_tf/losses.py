@@ -183,6 +183,6 @@ def embedding_pair_term(
     Returns:
         The scalar loss.
     """
-    d = tf.norm(z_i - z_j, axis=1) / scale
+    d = tf.norm(tf.cast(z_i, tf.float32) - tf.cast(z_j, tf.float32), axis=1) / scale  # float32 under mixed precision
     per_pair = must * d**2 + (1 - must) * tf.nn.relu(1 - d) ** 2
     return tf.reduce_sum(strength * per_pair) / tf.reduce_sum(strength)

@@ -71,6 +71,8 @@ def tune_with_pairs(
     must = (w > 0).astype(np.float32)
     strength = np.abs(w) / np.abs(w).max()  # float32, as w
     optimizer = keras.optimizers.Adam(learning_rate)
+    if keras.mixed_precision.global_policy().name == "mixed_float16":  # as Keras' compile does for the pretraining
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     variables = model.encoder.trainable_variables + model.decoder.trainable_variables
 
     @tf.function
@@ -82,7 +84,8 @@ def tune_with_pairs(
             z_j = model.encoder(x_j, training=True)[0]
             pair = losses.embedding_pair_term(z_i, z_j, must_batch, strength_batch, scale)
             loss = reconstruction + weight * pair
-        apply_on_path(optimizer, tape, loss, variables)
+            scaled = optimizer.scale_loss(loss)  # the loss itself unless fp16's loss scaling
+        apply_on_path(optimizer, tape, scaled, variables)
         return reconstruction, pair
 
     num_batches = -(-len(x) // batch_size)

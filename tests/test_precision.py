@@ -60,3 +60,29 @@ def test_a_python_run_with_bf16_trains_in_bfloat16(tmp_path):
     assert model.dtype_policy.name == "mixed_bfloat16" and model.encoder.compute_dtype == "bfloat16"
     assert model.cluster_means.dtype == "float32" and np.isfinite(result.row["acc"])
     assert keras.mixed_precision.global_policy().name == "float32"
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_pair_tuning_under_mixed_precision(policy):
+    """The tuning's pair term is float32 whatever the networks compute in, and fp16 gets Keras' loss scaling (which
+    skips the first steps, their scaled gradients overflowing, hence 32 steps)."""
+    from dcgmm_tf.pair_tuning import tune_with_pairs
+    from tests.helpers import toy_data
+
+    x, y = toy_data(64)
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        model = DCGMM(
+            (20,),
+            num_clusters=2,
+            seed=0,
+            encoder=MLPEncoder(2, (16,), name="encoder"),
+            decoder=MLPDecoder(20, (16,), name="decoder"),
+        )
+        before = model.encoder.get_weights()
+        tune_with_pairs(model, x, ConstraintSet.from_labels(y, 20, seed=0), epochs=4, weight=10.0, seed=0, batch_size=8)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    after = model.encoder.get_weights()
+    assert all(np.isfinite(w).all() for w in after)
+    assert not np.array_equal(before[0], after[0])  # the encoder trained
