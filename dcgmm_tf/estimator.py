@@ -71,7 +71,8 @@ def fit_schedule(
     ``MIN_TRAIN_STEPS`` steps; ``"auto"`` pretraining: 10 epochs, or enough for ``MIN_PRETRAIN_STEPS``. For 60,000
     samples this is 256 / 100 / 10, the runner's earlier defaults (``RunConfig.protocol("earlier")``; the
     estimator keeps that staircase schedule, measured on small and tabular data in docs/your-data.md, while the
-    runner's default recipe is 40 pretraining epochs, 30 epochs and a cosine decay); for scikit-learn's wine
+    runner's default recipe is 15 pretraining epochs, 5 of tuning with the pairs, 10 epochs and a cosine decay,
+    the estimator has no tuning with the pairs); for scikit-learn's wine
     (178 samples) 32 / 500 / 100. Restarts and learning-rate decays keep their place in the run (every tenth and
     every fifth of it, as 10 and 20 of 100 epochs).
 

@@ -16,7 +16,14 @@ from tests.helpers import toy_npz
 
 @pytest.fixture(name="toy")
 def fixture_toy(tmp_path):
-    config = RunConfig(dataset=toy_npz(tmp_path, 400), pretrain_epochs=0, latent_dim=2, batch_size=32, restart_every=2)
+    config = RunConfig(
+        dataset=toy_npz(tmp_path, 400),
+        pretrain_epochs=0,
+        pair_tuning_epochs=0,
+        latent_dim=2,
+        batch_size=32,
+        restart_every=2,
+    )
     runtime = RuntimeConfig(verbose=0, output_dir=str(tmp_path / "out"), cache_dir=str(tmp_path / "cache"))
     return config, runtime
 

@@ -53,8 +53,9 @@ def test_numbers_are_normalised_so_equal_settings_give_one_key():
         ({"alpha": float("inf")}, "alpha must be a finite number > 0"),
         ({"method": "kmeans"}, "method must be one of ['dcgmm', 'vade', 'pckmeans', 'sdec', 'cidec']"),
         ({"num_clusters": 1}, "num_clusters must be -1 (the number of classes), 0 (chosen) or at least 2"),
-        ({"cluster_init": "gmm", "restart_every": 5}, "restart_every needs cluster_init merge or latent_class"),
+        ({"cluster_init": "gmm", "restart_every": 7}, "restart_every needs cluster_init merge or latent_class"),
         ({"method": "sdec", "init_components": 30}, "init_components applies to method dcgmm or vade only"),
+        ({"method": "pckmeans", "restart_every": 7}, "restart_every applies to method dcgmm or vade only"),
         ({"init_labels_per_class": 3}, "init_labels_per_class needs cluster_init labels"),
         ({"constraints_file": "c.csv", "max_train_samples": 10}, "cannot be combined with max_train_samples"),
     ],
@@ -127,12 +128,19 @@ def test_replaced_parses_text_by_the_flags(flag_values):
 
 
 def test_protocols_name_the_paper_and_the_earlier_defaults():
-    # The recipe's rows were measured as options first (docs/results/fashion/recipe_spread0, .../amd): they keep their
-    # keys, the recipe before the spread answers as --spread_neighbours=0.
-    recipe = {"pretrain_epochs": 40, "epochs": 30, "lr_schedule": "cosine"}
-    assert RunConfig().key() == RunConfig(**recipe, spread_neighbours=1).key() == "e526d8fac75e"
-    assert RunConfig(spread_neighbours=0).key() == "22b34070dcbe"
+    # The recipes' rows were measured as options first (docs/results/fashion/recipe_spread0, .../amd, .../default):
+    # they keep their keys, the recipe before the tuning with the pairs as protocol "untuned", the one before the
+    # spread answers as that with --spread_neighbours=0.
+    recipe = {"pretrain_epochs": 15, "pair_tuning_epochs": 5, "epochs": 10, "restart_every": 5, "lr_schedule": "cosine"}
+    assert RunConfig().key() == RunConfig(**recipe, spread_neighbours=1).key() == "001c555b7e0f"
+    untuned = {"pretrain_epochs": 40, "pair_tuning_epochs": 0, "epochs": 30, "restart_every": 10}
+    assert RunConfig.protocol("untuned") == RunConfig(**untuned)
+    assert RunConfig(**untuned).key() == "e526d8fac75e"
+    assert RunConfig(**untuned, spread_neighbours=0).key() == "22b34070dcbe"
     assert RunConfig.protocol("default") == RunConfig()
+    assert RunConfig.protocol("paper").pair_tuning_epochs == RunConfig.protocol("earlier").pair_tuning_epochs == 0
+    # A protocol's restart period is no choice of the user's: the baselines take it (Table 1 runs them this way).
+    assert RunConfig.protocol("earlier", method="pckmeans").restart_every == 10
     paper = RunConfig.protocol("paper", seed=3)
     assert (paper.cluster_init, paper.pretrain_epochs, paper.epochs, paper.lr_schedule, paper.seed) == (
         "gmm",
@@ -143,7 +151,9 @@ def test_protocols_name_the_paper_and_the_earlier_defaults():
     )
     assert paper.spread_neighbours == RunConfig.protocol("earlier").spread_neighbours == 0  # the answers alone
     assert RunConfig.protocol("earlier", epochs=7).epochs == 7
-    with pytest.raises(ValueError, match=re.escape("protocol must be one of ['default', 'paper', 'earlier']")):
+    with pytest.raises(
+        ValueError, match=re.escape("protocol must be one of ['default', 'paper', 'untuned', 'earlier']")
+    ):
         RunConfig.protocol("mine")
 
 

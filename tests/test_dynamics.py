@@ -32,6 +32,7 @@ def _tiny_run(tmp_path, out, **changes):
         num_clusters=2,
         epochs=3,
         pretrain_epochs=0,
+        pair_tuning_epochs=0,
         num_constraints=60,
         batch_size=64,
         restart_every=2,

@@ -36,6 +36,7 @@ def settings(root, name, **changes):
         image_size=8,
         epochs=1,
         pretrain_epochs=1,
+        pair_tuning_epochs=0,
         batch_size=16,
         pretrain_batch_size=16,
         **changes,

@@ -24,7 +24,14 @@ SCHEDULE = ActiveSchedule(start_pairs=20, budgets=(40, 70), start_epochs=1, roun
 
 @pytest.fixture(name="toy")
 def fixture_toy(tmp_path):
-    config = RunConfig(dataset=toy_npz(tmp_path, 400), pretrain_epochs=0, latent_dim=2, batch_size=32, restart_every=2)
+    config = RunConfig(
+        dataset=toy_npz(tmp_path, 400),
+        pretrain_epochs=0,
+        pair_tuning_epochs=0,
+        latent_dim=2,
+        batch_size=32,
+        restart_every=2,
+    )
     runtime = RuntimeConfig(verbose=0, output_dir=str(tmp_path / "out"), cache_dir=str(tmp_path / "cache"))
     return config, runtime, load_dataset(config.dataset)
 
@@ -161,7 +168,7 @@ def state_weights(tmp_path):
 
 
 def test_images_are_served_as_png(tmp_path):
-    config = RunConfig(dataset="digits", pretrain_epochs=0, max_train_samples=200)
+    config = RunConfig(dataset="digits", pretrain_epochs=0, pair_tuning_epochs=0, max_train_samples=200)
     session = LabellingSession(config, load_dataset("digits"), tmp_path, SCHEDULE, runtime=RuntimeConfig(verbose=0))
     client = TestClient(create_app(session))
     image = client.get(f"/api/sample/{session.snapshot()['pair'][0]}")
@@ -196,6 +203,7 @@ def test_a_person_labels_in_chromium_through_a_restart_and_a_retrain(tmp_path):
         "--dataset=digits",
         "--max_train_samples=300",
         "--pretrain_epochs=0",
+        "--pair_tuning_epochs=0",
         "--start_pairs=24",
         "--budgets=40",
         "--start_epochs=1",

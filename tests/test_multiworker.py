@@ -79,6 +79,7 @@ def test_two_workers_of_the_runner_write_the_same_row(tmp_path):
     flags = [
         f"--dataset={toy_npz(tmp_path, 200)}",
         "--pretrain_epochs=1",
+        "--pair_tuning_epochs=0",
         "--latent_dim=2",
         "--batch_size=64",
         "--epochs=2",

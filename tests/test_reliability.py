@@ -191,6 +191,7 @@ def cli_command(tmp_path, name):
         f"--dataset={tmp_path / 'toy.npz'}",
         "--epochs=6",
         "--pretrain_epochs=1",
+        "--pair_tuning_epochs=0",
         "--num_constraints=300",
         "--latent_dim=2",
         "--batch_size=64",
