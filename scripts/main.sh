@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Sets up .venv and reproduces the default row of DC-GMM on Fashion-MNIST (6,000 constraints, seeds 0-4, the
-# runner's default recipe: 40 pretraining epochs, the label-free start, each answer also spread to its pair's nearest
-# neighbours, 30 epochs with a cosine learning rate; about 20 minutes per seed on an idle 2-core CPU, so 100 in all).
-# --quick first: a first answer in about 20 minutes (seed 0 only, into results/fashion_quick). Other arguments are
-# passed to experiments.run, e.g. `bash scripts/main.sh --epochs=5 --runs=1` or `--protocol=paper`.
+# runner's default recipe: 15 pretraining epochs, 5 epochs of tuning the autoencoder with the pairs, the label-free
+# start, each answer also spread to its pair's nearest neighbours, 10 epochs with a cosine learning rate; 4-10 minutes
+# per seed on an idle 2-core CPU, depending on the CPU, so 20-50 in all).
+# --quick first: a first answer in 5-10 minutes (seed 0 only, into results/fashion_quick). Other arguments are
+# passed to experiments.run, e.g. `bash scripts/main.sh --epochs=5 --runs=1`, `--protocol=untuned` or
+# `--protocol=paper`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
