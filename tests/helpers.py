@@ -8,6 +8,7 @@ import numpy as np
 from absl import flags
 
 from dcgmm_tf import DCGMM, MLPDecoder, MLPEncoder
+from dcgmm_tf.config import RunConfig, RuntimeConfig
 
 
 def dense_matrix(constraints) -> np.ndarray:
@@ -36,6 +37,21 @@ def toy_npz(directory, num_train, num_test=100):
     path = directory / "toy.npz"
     np.savez(path, x_train=x, y_train=y, x_test=x_test, y_test=y_test)
     return str(path)
+
+
+def toy_loop_configs(tmp_path):
+    """A tiny run config on :func:`toy_npz` (400 samples, no pretraining or tuning) and a quiet runtime config writing
+    under ``tmp_path``: the start of the active-learning loop's and the labelling page's tests."""
+    config = RunConfig(
+        dataset=toy_npz(tmp_path, 400),
+        pretrain_epochs=0,
+        pair_tuning_epochs=0,
+        latent_dim=2,
+        batch_size=32,
+        restart_every=2,
+    )
+    runtime = RuntimeConfig(verbose=0, output_dir=str(tmp_path / "out"), cache_dir=str(tmp_path / "cache"))
+    return config, runtime
 
 
 def small_model(num_clusters=2, seed=0, hidden=(64, 32)):

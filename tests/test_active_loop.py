@@ -8,23 +8,14 @@ import pytest
 
 from dcgmm_tf import ConstraintSet, active_loop, prepared
 from dcgmm_tf.active_loop import ActiveSchedule, simulate
-from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.data import load_dataset
 from experiments import active as active_runner
-from tests.helpers import toy_npz
+from tests.helpers import toy_loop_configs
 
 
 @pytest.fixture(name="toy")
 def fixture_toy(tmp_path):
-    config = RunConfig(
-        dataset=toy_npz(tmp_path, 400),
-        pretrain_epochs=0,
-        pair_tuning_epochs=0,
-        latent_dim=2,
-        batch_size=32,
-        restart_every=2,
-    )
-    runtime = RuntimeConfig(verbose=0, output_dir=str(tmp_path / "out"), cache_dir=str(tmp_path / "cache"))
+    config, runtime = toy_loop_configs(tmp_path)
     return config, runtime
 
 

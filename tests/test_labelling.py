@@ -17,22 +17,14 @@ from dcgmm_tf.data import load_dataset
 from dcgmm_tf.labelling import AnswerBook, AnswerError, LabellingSession
 from dcgmm_tf.labelling.app import create_app
 from dcgmm_tf.prepared import prepare_run
-from tests.helpers import toy_npz
+from tests.helpers import toy_loop_configs
 
 SCHEDULE = ActiveSchedule(start_pairs=20, budgets=(40, 70), start_epochs=1, round_epochs=1)
 
 
 @pytest.fixture(name="toy")
 def fixture_toy(tmp_path):
-    config = RunConfig(
-        dataset=toy_npz(tmp_path, 400),
-        pretrain_epochs=0,
-        pair_tuning_epochs=0,
-        latent_dim=2,
-        batch_size=32,
-        restart_every=2,
-    )
-    runtime = RuntimeConfig(verbose=0, output_dir=str(tmp_path / "out"), cache_dir=str(tmp_path / "cache"))
+    config, runtime = toy_loop_configs(tmp_path)
     return config, runtime, load_dataset(config.dataset)
 
 
