@@ -15,8 +15,7 @@ from tests.helpers import toy_loop_configs
 
 @pytest.fixture(name="toy")
 def fixture_toy(tmp_path):
-    config, runtime = toy_loop_configs(tmp_path)
-    return config, runtime
+    return toy_loop_configs(tmp_path)
 
 
 def test_loop_adds_the_pairs_of_each_round_from_one_start(toy):

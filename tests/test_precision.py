@@ -67,18 +67,12 @@ def test_pair_tuning_under_mixed_precision(policy):
     """The tuning's pair term is float32 whatever the networks compute in, and fp16 gets Keras' loss scaling (which
     skips the first steps, their scaled gradients overflowing, hence 32 steps)."""
     from dcgmm_tf.pair_tuning import tune_with_pairs
-    from tests.helpers import toy_data
+    from tests.helpers import small_model, toy_data
 
     x, y = toy_data(64)
     keras.mixed_precision.set_global_policy(policy)
     try:
-        model = DCGMM(
-            (20,),
-            num_clusters=2,
-            seed=0,
-            encoder=MLPEncoder(2, (16,), name="encoder"),
-            decoder=MLPDecoder(20, (16,), name="decoder"),
-        )
+        model = small_model(hidden=(16,))
         before = model.encoder.get_weights()
         tune_with_pairs(model, x, ConstraintSet.from_labels(y, 20, seed=0), epochs=4, weight=10.0, seed=0, batch_size=8)
     finally:
