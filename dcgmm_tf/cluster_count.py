@@ -27,23 +27,21 @@ towards it (most held-out pairs are cannot-links, which favour one cluster more)
 
 A latent class model of the pairs over a fine GMM (the start's :func:`dcgmm_tf.cluster_init.fit_latent_classes`)
 was tried first: its classes each hold 1/K of the data, so unequal clusters pushed its choice off (4 for 5 blobs of
-sizes 1:3, 2 with must-links only). With the classes' shares learned and at most one fine component per
-``COMPONENT_ENDS`` pair ends it is ``criterion="latent_class"`` (an option): within one of the true K on every
-measured fit, but exact less often than the GMM and not better in ACC (docs/your-data.md).
+sizes 1:3, 2 with must-links only).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import logsumexp
 from sklearn.mixture import GaussianMixture
 
-from dcgmm_tf.cluster_init import fit_latent_classes, link_metric
+from dcgmm_tf.cluster_init import link_metric
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.constraints.confidence import flip_probability
 
@@ -51,10 +49,6 @@ if TYPE_CHECKING:
     from dcgmm_tf.model import DCGMM
 
 DEFAULT_CANDIDATES = tuple(range(2, 31))
-CRITERIA = ("gmm", "latent_class")
-FINE_COMPONENTS = 100  # GMM components that the latent class model of the choice groups into K classes ...
-COMPONENT_SAMPLES = 20  # ... but at most one per this many samples ...
-COMPONENT_ENDS = 20  # ... and per this many ends of the fold's training pairs (at least the largest candidate)
 TOLERANCE = 0.05  # share of the candidates' score range counted as a tie with the best (at least one error)
 PROBE_HELD_OUT = 0.25  # share of each link type the probes are scored on
 MIN_PROBE_PAIRS = 10  # probes need at least this many held-out pairs of each link type
@@ -70,8 +64,7 @@ class ClusterCount:
       scores: Per candidate the mean held-out pair log-likelihood (with pairs, higher is better) or minus the
         BIC per sample (without pairs).
       errors: The standard error of each score (zero without pairs).
-      criterion: What scored the candidates: a criterion of the held-out pairs (``"latent_class"`` or ``"gmm"``,
-        see :func:`choose_num_clusters`), ``"bic"`` without pairs, or ``"probes"`` when trained probes chose.
+      criterion: ``"pairs"`` or ``"bic"``, or ``"probes"`` when trained probes made the choice.
       probed: The K of each trained probe (empty without probes).
       probe_scores: Each probe's mean held-out pair log-likelihood.
     """
@@ -153,7 +146,6 @@ def choose_num_clusters(
     folds: int = 4,
     n_init: int = 3,
     max_samples: int = 10000,
-    criterion: str = "gmm",
 ) -> ClusterCount:
     """Chooses K for embeddings ``z`` [N, D] and their constraints (see the module's docstring).
 
@@ -162,24 +154,18 @@ def choose_num_clusters(
       constraints: The pairs (may be empty: the BIC decides).
       candidates: The values of K to choose from, each in [2, N].
       seed: Seed of the GMMs, the pair split and the latent class model's starts.
-      folds: The pairs are split into this many folds; each fold is scored by the models fitted with the others'
-        link metric and pairs, so every pair is held out once.
-      n_init: Starts of each GMM (``"gmm"``) or latent class model (``"latent_class"``); the best by likelihood is
-        kept. With one GMM start, K chosen on digits and on blobs of unequal sizes was off by 2 and by 1 on one
-        seed each, from a GMM's poor local optimum; three gave the true K there (docs/your-data.md).
+      folds: The pairs are split into this many folds; each fold is scored by the GMMs fitted with the others'
+        link metric, so every pair is held out once.
+      n_init: Starts of each GMM (the best by likelihood is kept). With one start, K chosen on digits and on
+        blobs of unequal sizes was off by 2 and by 1 on one seed each, from a GMM's poor local optimum; three
+        gave the true K there (docs/your-data.md), for three times the time.
       max_samples: The GMMs are fitted to at most this many samples, drawn with ``seed`` (the score uses all).
-      criterion: What scores the held-out pairs: ``"gmm"`` (a diagonal GMM with K components) or
-        ``"latent_class"`` (a latent class model with learned class shares grouping up to ``FINE_COMPONENTS`` GMM
-        components into K classes by the other folds' pairs, as the runner's start does; measured on Fashion-MNIST,
-        digits and blobs in docs/your-data.md: within one of the true K on every fit, but exact less often and not
-        better in ACC, so not the default). With one link type the latent class model cannot bound K (one class
-        satisfies every must-link), so the GMM decides.
 
     Returns:
       The chosen K with every candidate's score.
 
     Raises:
-      ValueError: On candidates outside [2, N], fewer than 2 folds, an unknown criterion or non-finite embeddings.
+      ValueError: On candidates outside [2, N], fewer than 2 folds or non-finite embeddings.
     """
     z = np.asarray(z, np.float64)
     if z.ndim != 2 or not np.isfinite(z).all():
@@ -187,8 +173,6 @@ def choose_num_clusters(
     candidates = check_candidates(candidates, len(z))
     if folds < 2:
         raise ValueError(f"folds must be at least 2, got {folds}")
-    if criterion not in CRITERIA:
-        raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
     rng = np.random.default_rng(seed)
     fit_rows = np.sort(rng.choice(len(z), max_samples, replace=False)) if len(z) > max_samples else slice(None)
     fold = np.zeros(len(constraints), np.int64)
@@ -197,66 +181,30 @@ def choose_num_clusters(
         fold[index] = np.arange(len(index)) % folds
     if len(constraints) < 2 * folds:
         return _by_bic(z[fit_rows], candidates, seed)
-    has_must, has_cannot = constraints.must_link_mask.any(), constraints.cannot_link_mask.any()
-    if has_must != has_cannot:  # one class satisfies every must-link, K classes every cannot-link: the GMM decides
-        criterion = "gmm"
     flip = flip_probability(constraints.weight)
     values = np.zeros((len(candidates), len(constraints)))  # each pair's held-out log-likelihood per candidate
     for f in range(folds):
         held = fold == f
-        training = constraints.subset(~held)
-        mapped = z @ link_metric(z, training)
+        mapped = z @ link_metric(z, constraints.subset(~held))
         i, j = constraints.i[held], constraints.j[held]
-        for n, log_p in enumerate(
-            _fold_log_probabilities(mapped, fit_rows, training, candidates, criterion, seed + f, n_init)
-        ):
-            values[n, held] = pair_log_likelihood(log_p(i), log_p(j), constraints.must_link_mask[held], flip[held])
+        for n, k in enumerate(candidates):
+            gmm = GaussianMixture(k, covariance_type="diag", random_state=seed + f, n_init=n_init).fit(mapped[fit_rows])
+            log_p = log_responsibilities(gmm, mapped)
+            values[n, held] = pair_log_likelihood(log_p[i], log_p[j], constraints.must_link_mask[held], flip[held])
     scores, errors = values.mean(axis=1), values.std(axis=1) / np.sqrt(len(constraints))
     best = int(np.argmax(scores))
     chosen = one_standard_error_choice(values)
+    has_must, has_cannot = constraints.must_link_mask.any(), constraints.cannot_link_mask.any()
     if has_must != has_cannot:  # one link type bounds K from one side only
         tolerance = max(errors[best], TOLERANCE * (scores[best] - scores.min()))
         near = np.flatnonzero(scores >= scores[best] - tolerance)
         chosen = int(near.max() if has_must else near.min())
         warnings.warn(
             f"only {'must' if has_must else 'cannot'}-links: they bound K from one side only, and the choice "
-            f"(K={candidates[chosen]}) follows the embedding's clusters; give both link types for a reliable choice",
+            f"(K={candidates[chosen]}) follows the embedding's GMM; give both link types for a reliable choice",
             stacklevel=2,
         )
-    return ClusterCount(candidates[chosen], candidates, tuple(scores.tolist()), tuple(errors.tolist()), criterion)
-
-
-def _fold_log_probabilities(
-    mapped: np.ndarray,
-    fit_rows: np.ndarray | slice,
-    training: ConstraintSet,
-    candidates: tuple[int, ...],
-    criterion: str,
-    seed: int,
-    n_init: int,
-) -> Iterator[Callable[[np.ndarray], np.ndarray]]:
-    """For each candidate K in turn, a function from sample indices to their log p(k | x) [P, K] under the model
-    of ``criterion`` fitted to the mapped embeddings (the GMMs to ``fit_rows`` of them) and ``training``'s pairs."""
-    if criterion == "gmm":
-        for k in candidates:
-            gmm = GaussianMixture(k, covariance_type="diag", random_state=seed, n_init=n_init).fit(mapped[fit_rows])
-            log_p = log_responsibilities(gmm, mapped)
-            yield log_p.__getitem__
-        return
-    # Components with few pair ends keep soft class probabilities, which blur every candidate's score alike (on
-    # blobs of 5 groups, 75 components with 12 ends each chose 4, 45 components with 20 ends chose 5).
-    fine_components = min(FINE_COMPONENTS, len(mapped) // COMPONENT_SAMPLES, 2 * len(training) // COMPONENT_ENDS)
-    num_components = max(max(candidates), fine_components)
-    fine = GaussianMixture(num_components, covariance_type="diag", random_state=seed).fit(mapped[fit_rows])
-    components = fine.predict(mapped)
-    sizes = np.bincount(components, minlength=num_components).astype(np.float64)
-    a, b = components[training.i], components[training.j]
-    flip = flip_probability(training.weight)
-    for k in candidates:
-        log_p, _ = fit_latent_classes(
-            a, b, training.must_link_mask, flip, sizes, k, seed=seed, n_init=n_init, learn_priors=True
-        )
-        yield lambda rows, log_p=log_p: log_p[components[rows]]
+    return ClusterCount(candidates[chosen], candidates, tuple(scores.tolist()), tuple(errors.tolist()), "pairs")
 
 
 def held_out_mask(constraints: ConstraintSet, seed: int, fraction: float = PROBE_HELD_OUT) -> np.ndarray | None:
@@ -325,7 +273,7 @@ def probe_num_clusters(
       the BIC's choice) or there is a single candidate.
     """
     probed = probe_candidates(count)
-    held = held_out_mask(answers, seed) if count.criterion in CRITERIA and len(probed) > 1 else None
+    held = held_out_mask(answers, seed) if count.criterion == "pairs" and len(probed) > 1 else None
     if held is None:
         return count
     train, test = spread(answers.subset(~held)), answers.subset(held)

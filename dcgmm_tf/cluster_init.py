@@ -244,7 +244,6 @@ def fit_latent_classes(
     smoothing: float = 0.1,
     tol: float = 1e-7,
     warm_start: np.ndarray | None = None,
-    learn_priors: bool = False,
 ) -> tuple[np.ndarray, float]:
     """EM for a latent class model of the components: returns log p(c | a) [K', K] and the log-likelihood.
 
@@ -254,9 +253,7 @@ def fit_latent_classes(
     ends) are observed through their component only; they make every class hold about 1/K of the data. The best
     of ``n_init`` random starts and of ``warm_start`` (counts [K', K] of samples per component and class, e.g.
     from the current clusters) is returned, by the largest likelihood per sample; ``smoothing`` pseudo-counts per
-    (component, class) keep all probabilities positive. With ``learn_priors`` the class prior pi_c is fitted too
-    (each class's share of the counts), so classes may hold unequal shares of the data (the choice of K,
-    :mod:`dcgmm_tf.cluster_count`); log p(c | a) then includes it.
+    (component, class) keep all probabilities positive.
     """
     if smoothing <= 0:
         raise ValueError(f"smoothing must be > 0, got {smoothing}")
@@ -288,9 +285,6 @@ def fit_latent_classes(
         previous = -np.inf
         for _ in range(max_iter):
             log_theta = np.log(counts) - np.log(counts.sum(axis=0, keepdims=True))  # log p(a | c)
-            if learn_priors:  # log pi_c + log p(a | c): the classes' shares of the counts join theta
-                class_counts = counts.sum(axis=0, keepdims=True)
-                log_theta = log_theta + np.log(class_counts) - np.log(class_counts.sum())
             log_others = _log_others(log_theta)
             theta_a, theta_b = log_theta[a], log_theta[b]
             # Log joint of each end's class with the observation: log theta_c[a] + log(w_same theta_c[b] + w_diff
@@ -301,9 +295,7 @@ def fit_latent_classes(
             log_component = log_sum_exp(log_theta, axis=1)
             posterior = np.exp(np.concatenate([end_a, end_b]) - np.concatenate([log_pair, log_pair]))
             counts = smoothing + ends @ posterior[per_end] + free * np.exp(log_theta - log_component)
-            log_lik = float((log_pair[group].sum() + (free * log_component).sum()) / num_samples)
-            if not learn_priors:  # the fixed prior's 1/K per sample, left out of the terms above
-                log_lik -= np.log(num_clusters)
+            log_lik = float((log_pair[group].sum() + (free * log_component).sum()) / num_samples - np.log(num_clusters))
             if log_lik - previous < tol:
                 break
             previous = log_lik
@@ -320,8 +312,6 @@ def fit_latent_classes(
     for log_lik, counts in fits:
         if log_lik > best_log_lik + 1e-5:  # a later start must be better by more than a tie: the warm one wins ties
             log_theta = np.log(counts) - np.log(counts.sum(axis=0, keepdims=True))
-            if learn_priors:
-                log_theta = log_theta + np.log(counts.sum(axis=0)) - np.log(counts.sum())
             best_log_p, best_log_lik = log_theta - log_sum_exp(log_theta, axis=1), log_lik
     return best_log_p, best_log_lik
 

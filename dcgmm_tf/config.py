@@ -13,7 +13,6 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from dcgmm_tf.cluster_count import CRITERIA
 from dcgmm_tf.cluster_init import LINK_START_STRATEGIES, START_STRATEGIES
 from dcgmm_tf.constraints import LINK_TYPES
 from dcgmm_tf.distribute import DISTRIBUTION_STRATEGIES
@@ -255,14 +254,6 @@ class RunConfig:
         rule=(lambda v: v in (-1, 0) or v >= 2, "-1 (the number of classes), 0 (chosen) or at least 2"),
         key_values={-1: 0, 0: "choose"},  # 0 meant "the number of classes" in the rows written before 0 chose
     )
-    count_criterion: str = setting(
-        "gmm",
-        "With num_clusters=0: what scores each candidate K on the held-out pairs: gmm (a K-component GMM of the "
-        "embedding) or latent_class (not the default: a latent class model of the pairs over a fine GMM of the "
-        "embedding; measured, not better: docs/your-data.md, dcgmm_tf.cluster_count).",
-        choices=CRITERIA,
-        legacy="gmm",
-    )
     probe_epochs: int = setting(
         0,
         "With num_clusters=0 and pairs of both link types: train probes at the K chosen on the embedding and its "
@@ -312,8 +303,6 @@ class RunConfig:
                 f"restart_every needs cluster_init merge or latent_class (or restart_every 0), "
                 f"got cluster_init {self.cluster_init}."
             )
-        if self.num_clusters != 0 and self.count_criterion != defaults["count_criterion"].default:
-            raise ValueError("count_criterion applies with num_clusters=0 (K chosen from the pairs) only.")
         if self.init_labels_per_class and self.cluster_init != "labels":
             raise ValueError("init_labels_per_class needs cluster_init labels.")
         if self.constraints_file and self.max_train_samples:

@@ -141,8 +141,7 @@ def with_chosen_clusters(
         cache_dir=cache_folder(runtime),
         verbose=runtime.verbose,
     )
-    # from the answers, not their spread copies
-    count = choose_num_clusters(model.embed(x_train), run.answers, seed=config.seed, criterion=config.count_criterion)
+    count = choose_num_clusters(model.embed(x_train), run.answers, seed=config.seed)  # not their spread copies
     logging.info("K chosen from the pairs on the pretrained embedding: %d (%s)", count.num_clusters, count.criterion)
 
     def train_probe(num_clusters: int, pairs: ConstraintSet) -> DCGMM:

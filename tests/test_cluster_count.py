@@ -28,23 +28,13 @@ def _blobs(k=5, n=1500, seed=0):
     return centres[y] + rng.normal(0, 1, (n, 4)), y
 
 
-@pytest.mark.parametrize("criterion", ["latent_class", "gmm"])
 @pytest.mark.parametrize("link_type", ["both", "must", "cannot"])
-def test_the_pairs_choose_the_number_of_groups(link_type, criterion):
+def test_the_pairs_choose_the_number_of_groups(link_type):
     z, y = _blobs()
     pairs = ConstraintSet.from_labels(y, 600, seed=0, link_type=link_type)
-    count = choose_num_clusters(z, pairs, candidates=range(2, 11), seed=0, criterion=criterion)
-    # with one link type the GMM decides whatever the criterion
-    assert count.criterion == (criterion if link_type == "both" else "gmm") and count.candidates == tuple(range(2, 11))
+    count = choose_num_clusters(z, pairs, candidates=range(2, 11), seed=0)
+    assert count.criterion == "pairs" and count.candidates == tuple(range(2, 11))
     assert abs(count.num_clusters - 5) <= 1, count
-    if link_type == "both":
-        assert count.num_clusters == 5, count
-
-
-def test_an_unknown_criterion_is_refused():
-    z, y = _blobs(n=300)
-    with pytest.raises(ValueError, match="criterion must be one of"):
-        choose_num_clusters(z, ConstraintSet.from_labels(y, 50, seed=0), criterion="bic")
 
 
 def test_without_pairs_the_bic_chooses():
@@ -108,7 +98,7 @@ def test_probes_hold_out_a_quarter_of_each_link_type():
 
 
 def test_probes_train_the_choice_and_its_neighbours_and_keep_the_smallest_tie():
-    count = ClusterCount(2, tuple(range(2, 8)), (0.0,) * 6, (0.0,) * 6, "latent_class")
+    count = ClusterCount(2, tuple(range(2, 8)), (0.0,) * 6, (0.0,) * 6, "pairs")
     assert probe_candidates(count) == (2, 3)
     assert probe_candidates(dataclasses.replace(count, num_clusters=5)) == (4, 5, 6)
     rng = np.random.default_rng(0)

@@ -298,11 +298,8 @@ def test_log_sum_exp_is_scipys_logsumexp_bit_for_bit():
         assert got.tobytes() == expected.tobytes()
 
 
-def _latent_classes_per_pair(
-    a, b, must, flip, sizes, k, seed, n_init, smoothing=0.1, max_iter=300, tol=1e-7, learn_priors=False
-):
-    """The latent class EM written pair by pair, with scipy's logsumexp, one start after the other (with
-    ``learn_priors``: log pi_c + log theta_c(a) in place of log theta_c(a), pi the classes' shares of the counts)."""
+def _latent_classes_per_pair(a, b, must, flip, sizes, k, seed, n_init, smoothing=0.1, max_iter=300, tol=1e-7):
+    """The latent class EM written pair by pair, with scipy's logsumexp, one start after the other."""
     from scipy import sparse
     from scipy.special import logsumexp
 
@@ -320,8 +317,6 @@ def _latent_classes_per_pair(
         counts, previous = smoothing + start, -np.inf
         for _ in range(max_iter):
             log_theta = np.log(counts) - np.log(counts.sum(axis=0, keepdims=True))
-            if learn_priors:
-                log_theta = log_theta + np.log(counts.sum(axis=0) / counts.sum())
             others = logsumexp(np.where(np.eye(k, dtype=bool), -np.inf, log_theta[:, None, :]), axis=2)
             end_a = log_theta[a] + np.logaddexp(log_same + log_theta[b], log_diff + others[b])
             end_b = log_theta[b] + np.logaddexp(log_same + log_theta[a], log_diff + others[a])
@@ -329,14 +324,12 @@ def _latent_classes_per_pair(
             log_component = logsumexp(log_theta, axis=1, keepdims=True)
             posterior = np.exp(np.concatenate([end_a, end_b]) - np.concatenate([log_pair, log_pair]))
             counts = smoothing + ends @ posterior + free * np.exp(log_theta - log_component)
-            lik = float((log_pair.sum() + (free * log_component).sum()) / total - (0.0 if learn_priors else np.log(k)))
+            lik = float((log_pair.sum() + (free * log_component).sum()) / total - np.log(k))
             if lik - previous < tol:
                 break
             previous = lik
         if lik > best_lik + 1e-5:
             log_theta = np.log(counts) - np.log(counts.sum(axis=0, keepdims=True))
-            if learn_priors:
-                log_theta = log_theta + np.log(counts.sum(axis=0) / counts.sum())
             best, best_lik = log_theta - logsumexp(log_theta, axis=1, keepdims=True), lik
     return best, best_lik
 
@@ -383,21 +376,3 @@ def test_the_start_embeds_the_data_once(strategy, monkeypatch):
     monkeypatch.setattr(model, "embed", lambda data, **kwargs: calls.append(len(data)) or embed(data, **kwargs))
     start_mixture(model, x, strategy, ConstraintSet.from_labels(y, 60, seed=0), seed=0)
     assert calls == [300]
-
-
-def test_latent_classes_with_learned_priors_match_the_per_pair_em_and_the_shares():
-    # Two classes holding a quarter and three quarters of the components; every component linked, 10 % flipped.
-    rng = np.random.default_rng(4)
-    classes = np.repeat([0, 1], [4, 12])
-    a, b = rng.integers(0, 16, 1500), rng.integers(0, 16, 1500)
-    must = (classes[a] == classes[b]) ^ (rng.random(1500) < 0.1)
-    flip, sizes = np.full(1500, 0.1), np.full(16, 200.0)
-    log_p, log_lik = fit_latent_classes(a, b, must, flip, sizes, 2, seed=2, n_init=3, learn_priors=True)
-    expected_p, expected_lik = _latent_classes_per_pair(a, b, must, flip, sizes, 2, seed=2, n_init=3, learn_priors=True)
-    np.testing.assert_allclose(log_p, expected_p, rtol=1e-9, atol=1e-12)
-    assert log_lik == pytest.approx(expected_lik, rel=1e-12)
-    p = np.exp(log_p)
-    np.testing.assert_allclose(p.sum(axis=1), 1.0)
-    assert metrics.cluster_accuracy(classes, p.argmax(axis=1)) == 1.0
-    shares = np.sort(sizes @ p / sizes.sum())
-    np.testing.assert_allclose(shares, [0.25, 0.75], atol=0.02)  # smoothing and flips blur them a little

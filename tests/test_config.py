@@ -58,8 +58,6 @@ def test_numbers_are_normalised_so_equal_settings_give_one_key():
         ({"method": "pckmeans", "restart_every": 7}, "restart_every applies to method dcgmm or vade only"),
         ({"init_labels_per_class": 3}, "init_labels_per_class needs cluster_init labels"),
         ({"constraints_file": "c.csv", "max_train_samples": 10}, "cannot be combined with max_train_samples"),
-        ({"count_criterion": "latent_class"}, "count_criterion applies with num_clusters=0"),
-        ({"num_clusters": 0, "count_criterion": "bic"}, "count_criterion must be one of ['gmm', 'latent_class']"),
     ],
 )
 def test_bad_run_configs_raise(kwargs, message):
