@@ -223,6 +223,13 @@ class RunConfig:
         choices=PAIR_LOSSES,
         legacy="paper",
     )
+    embedding_pair_weight: float = setting(
+        0.0,
+        "Weight of the pair tuning's contrastive term on the embedding, kept in the C-ELBO training on every batch "
+        "of pairs (not the paper's: see dcgmm_tf.losses.batch_embedding_pair_term; 0: off, the paper's).",
+        lower=0,
+        legacy=0.0,
+    )
     layout: str = setting(
         "separate",
         "Where constraint pairs go: extra batches of B/2 pairs (paper) or spread over all batches.",

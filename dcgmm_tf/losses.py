@@ -186,3 +186,27 @@ def embedding_pair_term(
     d = tf.norm(tf.cast(z_i, tf.float32) - tf.cast(z_j, tf.float32), axis=1) / scale  # float32 under mixed precision
     per_pair = must * d**2 + (1 - must) * tf.nn.relu(1 - d) ** 2
     return tf.reduce_sum(strength * per_pair) / tf.reduce_sum(strength)
+
+
+def batch_embedding_pair_term(z: tf.Tensor, w: tf.Tensor) -> tf.Tensor:
+    """:func:`embedding_pair_term` on the links of a batch's [B, B] block ``w`` of W, for embeddings ``z`` [B, D].
+
+    The unit of distance is the batch's mean distance between its samples (held constant in the gradient), so the
+    term does not favour shrinking or growing the embedding; a link's strength is its |W_ij| relative to the
+    block's largest. 0 when the block holds no link.
+    """
+    z = tf.cast(z, tf.float32)
+    w = tf.cast(w, tf.float32)
+    size = tf.shape(w)[0]
+    off_diagonal = 1.0 - tf.eye(size, dtype=w.dtype)
+    w = w * off_diagonal
+    squared = tf.reduce_sum(tf.square(z[:, None, :] - z[None, :, :]), axis=-1)
+    distances = tf.sqrt(tf.maximum(squared, 1e-12)) * off_diagonal
+    scale = tf.stop_gradient(tf.reduce_sum(distances) / tf.maximum(tf.reduce_sum(off_diagonal), 1.0))
+    pairs = tf.where(tf.not_equal(w, 0.0))
+    weight = tf.gather_nd(w, pairs)
+    z_i, z_j = tf.gather(z, pairs[:, 0]), tf.gather(z, pairs[:, 1])
+    strength = tf.abs(weight) / tf.maximum(tf.reduce_max(tf.abs(weight)), 1e-30)
+    must = tf.cast(weight > 0, tf.float32)
+    term = embedding_pair_term(z_i, z_j, must, strength, scale)
+    return tf.where(tf.size(weight) > 0, term, 0.0)

@@ -41,6 +41,9 @@ class DCGMM(keras.Model):
         seed: seed of the reparameterisation noise.
         pair_loss: ``"paper"`` (Eq. 10's -W_ij sum_k p(k|z_i) p(k|z_j)) or ``"likelihood"`` (not the paper's: the
             log-likelihood of each link, :func:`dcgmm_tf.losses.pair_log_likelihood_term`).
+        embedding_pair_weight: weight of the pair tuning's contrastive term on the embedding means of each batch's
+            linked samples (:func:`dcgmm_tf.losses.batch_embedding_pair_term`; not the paper's), added to the pair
+            term and counted in the ``constraint`` metric; 0 (the paper's): none.
     """
 
     def __init__(
@@ -56,6 +59,7 @@ class DCGMM(keras.Model):
         kl_estimator: str = "sample",
         seed: int | None = None,
         pair_loss: str = "paper",
+        embedding_pair_weight: float = 0.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -70,6 +74,7 @@ class DCGMM(keras.Model):
         if pair_loss not in losses.PAIR_LOSSES:
             raise ValueError(f"pair_loss must be one of {losses.PAIR_LOSSES}, got {pair_loss!r}")
         self.pair_loss = pair_loss
+        self.embedding_pair_weight = float(embedding_pair_weight)
         self.kl_estimator = kl_estimator
         self.sample_shape = tuple(int(s) for s in input_shape)
         self.num_clusters = int(num_clusters)
@@ -214,6 +219,8 @@ class DCGMM(keras.Model):
             constraint = losses.pair_log_likelihood_term(log_gamma, w)
         else:
             constraint = losses.pairwise_constraint_term(log_gamma, w)
+        if w is not None and self.embedding_pair_weight > 0:
+            constraint += self.embedding_pair_weight * losses.batch_embedding_pair_term(z_mean, w)
         return {
             "loss": reconstruction + cluster_kl + constraint,
             "reconstruction": reconstruction,
@@ -321,6 +328,7 @@ class DCGMM(keras.Model):
             "kl_estimator": self.kl_estimator,
             "seed": self.seed,
             "pair_loss": self.pair_loss,
+            "embedding_pair_weight": self.embedding_pair_weight,
         }
 
     @classmethod

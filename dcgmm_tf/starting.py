@@ -43,6 +43,7 @@ def make_model(config: RunConfig, input_shape: tuple[int, ...], likelihood: str,
         kl_estimator=config.kl_estimator,
         seed=seed,
         pair_loss=config.pair_loss,
+        embedding_pair_weight=config.embedding_pair_weight,
         **networks,
     )
 

@@ -224,3 +224,22 @@ def test_embedding_pair_term_matches_numpy():
     far = losses.embedding_pair_term(z_i[:1], z_i[:1] + 2 * scale, zero, one, scale)
     same = losses.embedding_pair_term(z_i[:1], z_i[:1], one, one, scale)
     assert float(far) == 0.0 and float(same) == 0.0
+
+
+def test_batch_embedding_pair_term_matches_numpy():
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=(6, 3)).astype(np.float32)
+    w = np.zeros((6, 6), np.float32)
+    for i, j, v in [(0, 1, 4.0), (2, 3, -4.0), (4, 5, 2.0)]:
+        w[i, j] = w[j, i] = v
+    distances = np.linalg.norm(z[:, None].astype(np.float64) - z[None], axis=-1)
+    scale = distances[~np.eye(6, dtype=bool)].mean()
+    rows, cols = np.nonzero(w)
+    d = distances[rows, cols] / scale
+    per_pair = np.where(w[rows, cols] > 0, d**2, np.maximum(1 - d, 0) ** 2)
+    strength = np.abs(w[rows, cols]) / np.abs(w).max()
+    expected = np.sum(strength * per_pair) / strength.sum()
+    assert float(losses.batch_embedding_pair_term(z, w)) == pytest.approx(expected, rel=1e-5)
+    assert float(losses.batch_embedding_pair_term(z, np.zeros_like(w))) == 0.0
+    # the unit is the batch's own: scaling the embedding changes nothing
+    assert float(losses.batch_embedding_pair_term(3 * z, w)) == pytest.approx(expected, rel=1e-5)
