@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from dcgmm_tf import DCGMM, ConstraintSet, MLPDecoder, MLPEncoder, metrics, pretrain, start_mixture
+from dcgmm_tf import DCGMM, ConstraintSet, MLPDecoder, MLPEncoder, losses, metrics, pretrain, start_mixture
 from dcgmm_tf.data import constrained_dataset
 
 
@@ -145,6 +145,27 @@ def test_constraints_steer_clustering_on_synthetic_data(seed, tmp_path):
     assert acc_dcgmm > 0.9, acc_dcgmm
     satisfaction = metrics.constraint_satisfaction(constraints, model.predict(x, verbose=0).argmax(-1))
     assert satisfaction > 0.9, satisfaction
+
+
+def test_the_embedding_pair_term_adds_to_the_constraint_and_survives_the_config():
+    x, _, _ = two_factor_data(8)
+    w = np.zeros((8, 8), np.float32)
+    w[0, 1] = w[1, 0] = 1e4
+    w[2, 3] = w[3, 2] = -1e4
+    plain, anchored = small_model(), small_model()
+    anchored.embedding_pair_weight = 10.0
+    anchored.set_weights(plain.get_weights())
+    state = keras.ops.convert_to_numpy(plain.seed_generator.state)
+    terms = plain.compute_loss_terms(x, w)
+    anchored.seed_generator.state.assign(state)
+    with_term = anchored.compute_loss_terms(x, w)
+    embedding_term = float(losses.batch_embedding_pair_term(plain.encoder(x)[0], w))
+    assert embedding_term > 0.0
+    assert float(with_term["constraint"]) == pytest.approx(float(terms["constraint"]) + 10.0 * embedding_term, rel=1e-5)
+    assert float(with_term["reconstruction"]) == pytest.approx(float(terms["reconstruction"]), rel=1e-6)
+    assert float(anchored.compute_loss_terms(x)["constraint"]) == 0.0  # batches without pairs (VaDE) unchanged
+    restored = DCGMM.from_config(anchored.get_config())
+    assert restored.embedding_pair_weight == 10.0
 
 
 def test_keras_save_and_load_give_identical_predictions(tmp_path):
