@@ -5,7 +5,8 @@ and everything after it inherit how that embedding mixes look-alike classes. Her
 train for a few epochs on the reconstruction of each data batch plus ``weight`` times
 :func:`dcgmm_tf.losses.embedding_pair_term` on a share of the pairs: must-linked ends are pulled together and
 cannot-linked ends pushed apart, in units of the median distance between random embeddings before the tuning. The
-C-ELBO training afterwards is unchanged. Measured in docs/reproduction.md.
+C-ELBO training afterwards is unchanged, unless ``embedding_pair_weight`` keeps the same term in it
+(:func:`dcgmm_tf.losses.batch_embedding_pair_term`). Measured in docs/reproduction.md.
 """
 
 from __future__ import annotations
