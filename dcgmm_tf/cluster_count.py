@@ -1,16 +1,16 @@
 """Choosing the number of clusters K from the pairs and the data (``n_clusters="auto"``, ``--num_clusters=0``).
 
-With pairs, K is chosen by cross-validation over the pairs (``folds`` folds, each link type spread alike). For
-each fold the embeddings are mapped by the link metric of the other pairs
-(:func:`dcgmm_tf.cluster_init.link_metric`) and a diagonal GMM with K components is fitted for each candidate K;
-each held-out link is scored by its log-likelihood under the GMM's cluster probabilities (kept with probability
-sum_k p(k|x_i) p(k|x_j), up to the flip rate its confidence implies). Too few clusters break held-out
-cannot-links, too many break held-out must-links, so with both link types the smallest K whose mean score is
-within one standard error of the best is chosen (the one-standard-error rule; the best score itself chose 11-15
-for 10 classes, docs/your-data.md). Every candidate is scored on the same held-out pairs, so the error is that of
-the paired differences to the best candidate (:func:`one_standard_error_choice`): the unpaired error of the
-best's mean, the textbook rule, counts the pairs' spread that all candidates share and chose K - 1 on two of three
-Fashion-MNIST seeds.
+With pairs, K is chosen by cross-validation over the pairs (``folds`` folds, each link type spread alike). For each
+fold the embeddings are mapped by the link metric of the other pairs (:func:`dcgmm_tf.cluster_init.link_metric`) and
+a diagonal GMM with K components is fitted for each candidate K (of ``n_init`` starts the one that best explains the
+fold's training pairs, :func:`pair_guided_gmm`); each held-out link is scored by its log-likelihood under the GMM's
+cluster probabilities (kept with probability sum_k p(k|x_i) p(k|x_j), up to the flip rate its confidence implies).
+Too few clusters break held-out cannot-links, too many break held-out must-links, so with both link types the
+smallest K whose mean score is within one standard error of the best is chosen (the one-standard-error rule; the
+best score itself chose 11-15 for 10 classes, docs/your-data.md). Every candidate is scored on the same held-out
+pairs, so the error is that of the paired differences to the best candidate (:func:`one_standard_error_choice`): the
+unpaired error of the best's mean, the textbook rule, counts the pairs' spread that all candidates share and chose
+K - 1 on two of three Fashion-MNIST seeds.
 Must-links alone cannot tell K from fewer clusters, and cannot-links alone K from more: then the largest (must) or
 smallest (cannot) K whose score ties the best (within one standard error, or ``TOLERANCE`` of the candidates'
 score range if more) is chosen, with a warning, as that choice follows how the GMM splits the embedding. Without
@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.special import logsumexp
@@ -122,6 +122,26 @@ def log_responsibilities(gmm: GaussianMixture, x: np.ndarray) -> np.ndarray:
     return log_joint - logsumexp(log_joint, axis=1, keepdims=True)
 
 
+def pair_guided_gmm(
+    z: np.ndarray, pairs: ConstraintSet, num_components: int, *, seed: int, starts: int, fit_rows: Any = slice(None)
+) -> np.ndarray:
+    """Log p(k | z) [N, K] of the diagonal GMM, of ``starts`` fitted to ``z[fit_rows]``, that best explains ``pairs``.
+
+    Each start is one EM run (seed ``seed + 1000 s`` for start s); the one kept gives the pairs the highest mean
+    log-likelihood (:func:`pair_log_likelihood`). The data's likelihood, which scikit-learn's ``n_init`` keeps,
+    often ranks highest a local optimum that splits a class and merges two others; the pairs tell them apart.
+    """
+    flip = flip_probability(pairs.weight)
+    best, best_log_p = -np.inf, None
+    for start in range(starts):
+        gmm = GaussianMixture(num_components, covariance_type="diag", random_state=seed + 1000 * start)
+        log_p = log_responsibilities(gmm.fit(z[fit_rows]), z)
+        score = pair_log_likelihood(log_p[pairs.i], log_p[pairs.j], pairs.must_link_mask, flip).mean()
+        if score > best:
+            best, best_log_p = score, log_p
+    return best_log_p
+
+
 def one_standard_error_choice(values: np.ndarray) -> int:
     """The one-standard-error rule on paired differences.
 
@@ -144,8 +164,9 @@ def choose_num_clusters(
     *,
     seed: int = 0,
     folds: int = 4,
-    n_init: int = 3,
+    n_init: int = 10,
     max_samples: int = 10000,
+    fold_embedding: Callable[[ConstraintSet], np.ndarray] | None = None,
 ) -> ClusterCount:
     """Chooses K for embeddings ``z`` [N, D] and their constraints (see the module's docstring).
 
@@ -156,10 +177,14 @@ def choose_num_clusters(
       seed: Seed of the GMMs, the pair split and the latent class model's starts.
       folds: The pairs are split into this many folds; each fold is scored by the GMMs fitted with the others'
         link metric, so every pair is held out once.
-      n_init: Starts of each GMM (the best by likelihood is kept). With one start, K chosen on digits and on
-        blobs of unequal sizes was off by 2 and by 1 on one seed each, from a GMM's poor local optimum; three
-        gave the true K there (docs/your-data.md), for three times the time.
+      n_init: Starts of each GMM, each fitted once; the start whose cluster probabilities give the fold's
+        training pairs the highest log-likelihood is kept (:func:`pair_guided_gmm`). Kept by the data's
+        likelihood instead (scikit-learn's ``n_init``), three starts chose 10 / 12 / 9 on the Fashion-MNIST
+        embeddings of docs/your-data.md, ten kept by the pairs 10 / 10 / 10.
       max_samples: The GMMs are fitted to at most this many samples, drawn with ``seed`` (the score uses all).
+      fold_embedding: The embeddings [N, D] made with a fold's training pairs, called once per fold: e.g. the
+        autoencoder tuned with them, as the fit then tunes it with all pairs, so that no held-out pair has shaped
+        the embedding it is scored on. None: ``z`` for every fold.
 
     Returns:
       The chosen K with every candidate's score.
@@ -185,11 +210,12 @@ def choose_num_clusters(
     values = np.zeros((len(candidates), len(constraints)))  # each pair's held-out log-likelihood per candidate
     for f in range(folds):
         held = fold == f
-        mapped = z @ link_metric(z, constraints.subset(~held))
+        train = constraints.subset(~held)
+        fold_z = z if fold_embedding is None else _checked_embedding(fold_embedding(train), z.shape)
+        mapped = fold_z @ link_metric(fold_z, train)
         i, j = constraints.i[held], constraints.j[held]
         for n, k in enumerate(candidates):
-            gmm = GaussianMixture(k, covariance_type="diag", random_state=seed + f, n_init=n_init).fit(mapped[fit_rows])
-            log_p = log_responsibilities(gmm, mapped)
+            log_p = pair_guided_gmm(mapped, train, k, seed=seed + f, starts=n_init, fit_rows=fit_rows)
             values[n, held] = pair_log_likelihood(log_p[i], log_p[j], constraints.must_link_mask[held], flip[held])
     scores, errors = values.mean(axis=1), values.std(axis=1) / np.sqrt(len(constraints))
     best = int(np.argmax(scores))
@@ -205,6 +231,14 @@ def choose_num_clusters(
             stacklevel=2,
         )
     return ClusterCount(candidates[chosen], candidates, tuple(scores.tolist()), tuple(errors.tolist()), "pairs")
+
+
+def _checked_embedding(z: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``z`` as float64; raises ``ValueError`` unless it is finite and of ``shape``."""
+    z = np.asarray(z, np.float64)
+    if z.shape != shape or not np.isfinite(z).all():
+        raise ValueError(f"a fold's embeddings must be a finite array of shape {shape}, got shape {z.shape}")
+    return z
 
 
 def held_out_mask(constraints: ConstraintSet, seed: int, fraction: float = PROBE_HELD_OUT) -> np.ndarray | None:

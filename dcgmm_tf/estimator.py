@@ -31,6 +31,7 @@ from dcgmm_tf.constraints import ConstraintSet, as_constraint_set
 from dcgmm_tf.fitting import FitSchedule, fit_mixture
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.networks import PAPER_HIDDEN_UNITS, MLPDecoder, MLPEncoder
+from dcgmm_tf.pair_tuning import tune_with_pairs
 from dcgmm_tf.prepared import spread_to_neighbours
 from dcgmm_tf.pretraining import start_mixture
 
@@ -38,6 +39,7 @@ _RUNNER_DEFAULTS = RunConfig.__dataclass_fields__
 SCALINGS = ("auto", "none")
 MIN_TRAIN_STEPS = 3000  # the "auto" schedule trains for at least this many steps ...
 MIN_PRETRAIN_STEPS = 600  # ... and pretrains for at least this many
+PAIR_TUNING_STEPS = 1200  # "auto" tuning with the pairs: about the runner's 5 epochs of Fashion-MNIST (1,175 steps)
 TABLE_FEATURES = 50  # hidden_units="auto": data of at most this many features get the small network ...
 TABLE_HIDDEN_UNITS = (64, 64)  # ... and the rest the paper's, made for 784 pixels
 
@@ -52,6 +54,7 @@ class EstimatorSchedule:
       pretrain_epochs: Pretraining epochs.
       restart_every: Epochs between restarts of the mixture (a tenth of the run).
       lr_decay_epochs: Epochs between decays of the learning rate by 0.9 (a fifth of the run).
+      pair_tuning_epochs: Epochs of tuning the autoencoder with the pairs before the start (0: none).
     """
 
     batch_size: int
@@ -59,22 +62,27 @@ class EstimatorSchedule:
     pretrain_epochs: int
     restart_every: int
     lr_decay_epochs: int
+    pair_tuning_epochs: int = 0
 
 
 def fit_schedule(
-    num_samples: int, epochs: int | str = "auto", pretrain_epochs: int | str = "auto", batch_size: int | str = "auto"
+    num_samples: int,
+    epochs: int | str = "auto",
+    pretrain_epochs: int | str = "auto",
+    batch_size: int | str = "auto",
+    pair_tuning_epochs: int | str = 0,
 ) -> EstimatorSchedule:
     """The estimator's schedule for ``num_samples`` samples, counted in optimisation steps.
 
-    ``"auto"`` batch size: 256, but at most about an eighth of the data (a power of two, at least 32), so that
-    small data sets take several steps per epoch. ``"auto"`` epochs: 100, or more when 100 epochs are fewer than
+    ``"auto"`` batch size: 256, but at most about an eighth of the data (a power of two, at least 32), so that small
+    data sets take several steps per epoch. ``"auto"`` epochs: 100, or more when 100 epochs are fewer than
     ``MIN_TRAIN_STEPS`` steps; ``"auto"`` pretraining: 10 epochs, or enough for ``MIN_PRETRAIN_STEPS``. For 60,000
-    samples this is 256 / 100 / 10, the runner's earlier defaults (``RunConfig.protocol("earlier")``; the
-    estimator keeps that staircase schedule, measured on small and tabular data in docs/your-data.md, while the
-    runner's default recipe is 15 pretraining epochs, 5 of tuning with the pairs, 10 epochs and a cosine decay,
-    the estimator has no tuning with the pairs); for scikit-learn's wine
-    (178 samples) 32 / 500 / 100. Restarts and learning-rate decays keep their place in the run (every tenth and
-    every fifth of it, as 10 and 20 of 100 epochs).
+    samples this is 256 / 100 / 10, the runner's earlier defaults (``RunConfig.protocol("earlier")``; the estimator
+    keeps that staircase schedule, measured on small and tabular data in docs/your-data.md, while the runner's
+    default recipe is 15 pretraining epochs, 5 of tuning with the pairs, 10 epochs and a cosine decay); for
+    scikit-learn's wine (178 samples) 32 / 500 / 100. ``"auto"`` tuning with the pairs: enough epochs for
+    ``PAIR_TUNING_STEPS`` steps (80 on scikit-learn's digits, 6 on 60,000 samples). Restarts and learning-rate
+    decays keep their place in the run (every tenth and every fifth of it, as 10 and 20 of 100 epochs).
 
     Raises:
       ValueError: When a value is neither ``"auto"`` nor allowed by the runner's rules.
@@ -87,12 +95,20 @@ def fit_schedule(
         epochs = max(100, math.ceil(MIN_TRAIN_STEPS / steps))
     if pretrain_epochs == "auto":
         pretrain_epochs = max(10, math.ceil(MIN_PRETRAIN_STEPS / steps))
-    for name, value in (("epochs", epochs), ("pretrain_epochs", pretrain_epochs)):
+    if pair_tuning_epochs == "auto":
+        pair_tuning_epochs = math.ceil(PAIR_TUNING_STEPS / steps)
+    values = (("epochs", epochs), ("pretrain_epochs", pretrain_epochs), ("pair_tuning_epochs", pair_tuning_epochs))
+    for name, value in values:
         if not isinstance(value, numbers.Integral):
             raise ValueError(f"{name} must be 'auto' or an integer, got {value!r}")
         check_field(name, value, _RUNNER_DEFAULTS[name].metadata)
     return EstimatorSchedule(
-        int(batch_size), int(epochs), int(pretrain_epochs), max(1, epochs // 10), max(1, epochs // 5)
+        int(batch_size),
+        int(epochs),
+        int(pretrain_epochs),
+        max(1, epochs // 10),
+        max(1, epochs // 5),
+        int(pair_tuning_epochs),
     )
 
 
@@ -165,6 +181,11 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         neighbours (in the scaled X) away from either end, at ``spread_weight`` times its weight (0: off, the
         paper's; not the paper's, see :mod:`dcgmm_tf.constraints.spread`).
       spread_weight: A spread pair's share of the weight of the answer it comes from, in (0, 1].
+      pair_tuning_epochs: Epochs of tuning the pretrained autoencoder with the pairs before the start (the runner's
+        default recipe tunes 5 epochs of Fashion-MNIST; not the paper's, see :mod:`dcgmm_tf.pair_tuning`); 0 (the
+        default): none, the paper's.
+      pair_tuning_weight: With ``pair_tuning_epochs``: the weight of the pair term against the mean reconstruction
+        loss.
       batch_size: Training and pretraining batch size; "auto": 256, smaller for small data.
       learning_rate: Initial Adam learning rate (decayed x0.9 every fifth of the epochs).
       cluster_init: Start of the mixture, "latent_class", "merge", "gmm" or "kmeans": GMM components grouped by the
@@ -210,6 +231,8 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         alpha: float = 1e4,
         spread_neighbours: int = 0,
         spread_weight: float = 0.5,
+        pair_tuning_epochs: int = 0,
+        pair_tuning_weight: float = 100.0,
         batch_size: int | str = "auto",
         learning_rate: float = 1e-3,
         cluster_init: str = "latent_class",
@@ -229,6 +252,8 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.alpha = alpha
         self.spread_neighbours = spread_neighbours
         self.spread_weight = spread_weight
+        self.pair_tuning_epochs = pair_tuning_epochs
+        self.pair_tuning_weight = pair_tuning_weight
         self.batch_size = batch_size
         self.learning_rate = learning_rate
         self.cluster_init = cluster_init
@@ -281,7 +306,9 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         ):
             raise ValueError(f"hidden_units must be 'auto' or a non-empty sequence of positive integers, got {units!r}")
         self.hidden_units_ = tuple(int(u) for u in units)
-        self.schedule_ = fit_schedule(len(X), self.epochs, self.pretrain_epochs, self.batch_size)
+        self.schedule_ = fit_schedule(
+            len(X), self.epochs, self.pretrain_epochs, self.batch_size, self.pair_tuning_epochs
+        )
         for name, value in (("seed", seed), ("learning_rate", self.learning_rate), ("latent_dim", self.latent_dim)):
             check_field(name, value, _RUNNER_DEFAULTS[name].metadata)  # the runner's rules
         self.likelihood_ = self.likelihood
@@ -291,7 +318,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         x = validation.check_data(self._scaled(X), likelihood=self.likelihood_, name="X")
         if not isinstance(self.spread_neighbours, numbers.Integral):
             raise ValueError(f"spread_neighbours must be a non-negative integer, got {self.spread_neighbours!r}")
-        for name in ("spread_neighbours", "spread_weight"):
+        for name in ("spread_neighbours", "spread_weight", "pair_tuning_weight"):
             check_field(name, getattr(self, name), _RUNNER_DEFAULTS[name].metadata)
         answers = constraints
         spread = functools.partial(spread_to_neighbours, x=x, k=self.spread_neighbours, factor=self.spread_weight)
@@ -299,7 +326,17 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         pretrained = None
         if auto:
             pretrained = self._pretrained(x, 2, seed)  # the final model takes its autoencoder too
-            self.cluster_count_ = choose_num_clusters(pretrained.embed(x), answers, candidates, seed=seed)
+            tuned_embedding = None
+            if self.schedule_.pair_tuning_epochs:  # each fold's embedding tuned with its training answers alone
+
+                def tuned_embedding(pairs: ConstraintSet) -> np.ndarray:
+                    model = starting.with_autoencoder(self._builder(x, 2), seed, pretrained)
+                    self._tune(model, x, spread(pairs), seed, self.schedule_)
+                    return model.embed(x)
+
+            self.cluster_count_ = choose_num_clusters(
+                pretrained.embed(x), answers, candidates, seed=seed, fold_embedding=tuned_embedding
+            )
             if self.probe_epochs != 0:
                 self.cluster_count_ = probe_num_clusters(
                     self.cluster_count_,
@@ -348,7 +385,10 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         """Trains a probe of ``probe_epochs`` (:func:`dcgmm_tf.cluster_count.probe_num_clusters`): K clusters on
         the ``pretrained`` autoencoder, the given pairs."""
         epochs = self.probe_epochs if self.probe_epochs != "auto" else max(1, self.schedule_.epochs // 5)
-        schedule = fit_schedule(len(x), epochs, self.schedule_.pretrain_epochs, self.schedule_.batch_size)
+        schedule = dataclasses.replace(
+            fit_schedule(len(x), epochs, self.schedule_.pretrain_epochs, self.schedule_.batch_size),
+            pair_tuning_epochs=self.schedule_.pair_tuning_epochs,
+        )
 
         def train_probe(num_clusters: int, pairs: ConstraintSet) -> DCGMM:
             model = starting.with_autoencoder(self._builder(x, num_clusters), seed, pretrained)
@@ -375,8 +415,10 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     def _fit(
         self, model: DCGMM, x: np.ndarray, constraints: ConstraintSet, seed: int, schedule: EstimatorSchedule
     ) -> dict[str, list]:
-        """Starts the mixture of the pretrained ``model`` and trains it on ``schedule``; returns the history."""
+        """Tunes the pretrained ``model``'s autoencoder with the pairs (``pair_tuning_epochs``), starts its mixture
+        and trains it on ``schedule``; returns the history."""
         num_clusters = model.num_clusters
+        self._tune(model, x, constraints, seed, schedule)
         # One cluster is the trivial clustering: the paper's start, no restarts.
         start = self.cluster_init if num_clusters > 1 else "gmm"
         start_mixture(model, x, start, constraints, seed=seed)
@@ -391,6 +433,13 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             lr_decay_epochs=schedule.lr_decay_epochs,
         )
         return fit_mixture(model, x, constraints, fit, callbacks, verbose=self.verbose, check_inputs=False)
+
+    def _tune(self, model: DCGMM, x: np.ndarray, constraints: ConstraintSet, seed: int, schedule: EstimatorSchedule):
+        """Tunes ``model``'s autoencoder with the pairs for ``schedule.pair_tuning_epochs`` (none without pairs)."""
+        if schedule.pair_tuning_epochs and len(constraints):
+            tune_with_pairs(
+                model, x, constraints, schedule.pair_tuning_epochs, self.pair_tuning_weight, seed, schedule.batch_size
+            )
 
     def _probabilities(self, x: np.ndarray) -> np.ndarray:
         return self.model_.cluster_probabilities(x)

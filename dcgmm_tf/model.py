@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator, Sequence
 
 import keras
@@ -74,6 +75,8 @@ class DCGMM(keras.Model):
         if pair_loss not in losses.PAIR_LOSSES:
             raise ValueError(f"pair_loss must be one of {losses.PAIR_LOSSES}, got {pair_loss!r}")
         self.pair_loss = pair_loss
+        if not 0 <= embedding_pair_weight < math.inf:
+            raise ValueError(f"embedding_pair_weight must be a finite number >= 0, got {embedding_pair_weight!r}")
         self.embedding_pair_weight = float(embedding_pair_weight)
         self.kl_estimator = kl_estimator
         self.sample_shape = tuple(int(s) for s in input_shape)

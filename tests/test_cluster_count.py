@@ -15,9 +15,11 @@ from dcgmm_tf.cluster_count import (
     held_out_mask,
     log_responsibilities,
     one_standard_error_choice,
+    pair_guided_gmm,
     pair_log_likelihood,
     probe_candidates,
 )
+from dcgmm_tf.constraints.confidence import flip_probability
 
 
 def _blobs(k=5, n=1500, seed=0):
@@ -35,6 +37,42 @@ def test_the_pairs_choose_the_number_of_groups(link_type):
     count = choose_num_clusters(z, pairs, candidates=range(2, 11), seed=0)
     assert count.criterion == "pairs" and count.candidates == tuple(range(2, 11))
     assert abs(count.num_clusters - 5) <= 1, count
+
+
+def test_each_fold_can_bring_its_own_embedding_made_without_its_held_out_pairs():
+    z, y = _blobs()
+    pairs = ConstraintSet.from_labels(y, 600, seed=0)
+    noise = np.random.default_rng(1).normal(size=z.shape)  # no groups at all: only the folds' embeddings have them
+    seen = []
+
+    def fold_embedding(train: ConstraintSet) -> np.ndarray:
+        seen.append(set(zip(train.i.tolist(), train.j.tolist())))
+        return z
+
+    count = choose_num_clusters(noise, pairs, candidates=range(2, 11), seed=0, fold_embedding=fold_embedding)
+    assert abs(count.num_clusters - 5) <= 1, count
+    assert len(seen) == 4 and all(len(train) == pytest.approx(450, abs=2) for train in seen)
+    for pair in zip(pairs.i.tolist(), pairs.j.tolist()):  # each pair is held out by exactly one fold
+        assert sum(pair in train for train in seen) == 3
+    with pytest.raises(ValueError, match="a fold's embeddings"):
+        choose_num_clusters(z, pairs, candidates=range(2, 4), fold_embedding=lambda train: z[:, :2])
+
+
+def test_the_gmm_start_kept_is_the_one_that_best_explains_the_pairs():
+    z, y = _blobs(k=6, seed=3)
+    pairs = ConstraintSet.from_labels(y, 300, seed=0)
+    log_p = pair_guided_gmm(z, pairs, 4, seed=5, starts=6)
+    scores = []
+    for start in range(6):  # each start on its own, with the seed pair_guided_gmm gives it
+        gmm = GaussianMixture(4, covariance_type="diag", random_state=5 + 1000 * start).fit(z)
+        start_log_p = log_responsibilities(gmm, z)
+        flip = flip_probability(pairs.weight)
+        pair_scores = pair_log_likelihood(start_log_p[pairs.i], start_log_p[pairs.j], pairs.must_link_mask, flip)
+        scores.append(pair_scores.mean())
+        if start == int(np.argmax(scores)):
+            best = start_log_p
+    np.testing.assert_allclose(log_p, best)
+    assert len(set(np.round(scores, 6))) > 1  # the starts differ, so the choice among them is tested
 
 
 def test_without_pairs_the_bic_chooses():

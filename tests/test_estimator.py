@@ -65,6 +65,29 @@ def test_answers_spread_to_neighbours_train_with_more_pairs():
             DCGMMClustering(2, **bad, **TINY).fit(x, constraints=constraints)
 
 
+def test_tuning_with_the_pairs_pulls_must_links_together():
+    x, y = toy_data(120)
+    constraints = ConstraintSet.from_labels(y, 60, seed=0)
+    must, cannot = constraints.must_link_mask, constraints.cannot_link_mask
+
+    def link_distance_ratio(est: DCGMMClustering) -> float:
+        z = est.transform(x)
+        distance = np.linalg.norm(z[constraints.i] - z[constraints.j], axis=1)
+        return distance[must].mean() / distance[cannot].mean()
+
+    plain = DCGMMClustering(2, **PRETRAINED).fit(x, constraints=constraints)
+    tuned = DCGMMClustering(2, pair_tuning_epochs=5, **PRETRAINED).fit(x, constraints=constraints)
+    assert link_distance_ratio(tuned) < 0.85 * link_distance_ratio(plain)  # 0.61 against 0.81 here
+    bad_values = [
+        ({"pair_tuning_epochs": 1.5}, "pair_tuning_epochs must be .auto. or an integer"),
+        ({"pair_tuning_epochs": -1}, "pair_tuning_epochs"),
+        ({"pair_tuning_weight": 0.0}, "pair_tuning_weight"),
+    ]
+    for bad, message in bad_values:
+        with pytest.raises(ValueError, match=message):
+            DCGMMClustering(2, **bad, **TINY).fit(x, constraints=constraints)
+
+
 def test_fit_with_a_constraint_set_and_without_constraints():
     x, y = toy_data(120)
     constraints = ConstraintSet.from_labels(y, 50, seed=0, alpha=500.0)
@@ -242,6 +265,9 @@ def test_the_schedule_fits_the_data_size():
     wine = fit_schedule(178)
     assert wine.batch_size == 32 and wine.epochs * 6 >= 3000 and wine.pretrain_epochs * 6 >= 600
     assert fit_schedule(178, epochs=7, batch_size=64).epochs == 7
+    assert (large.pair_tuning_epochs, wine.pair_tuning_epochs) == (0, 0)  # none unless asked for
+    assert fit_schedule(1797, pair_tuning_epochs="auto").pair_tuning_epochs == 80  # digits: 15 steps an epoch
+    assert fit_schedule(60000, pair_tuning_epochs="auto").pair_tuning_epochs == 6
     with pytest.raises(ValueError, match="epochs must be 'auto' or an integer"):
         fit_schedule(178, epochs="many")
 

@@ -166,6 +166,9 @@ def test_the_embedding_pair_term_adds_to_the_constraint_and_survives_the_config(
     assert float(anchored.compute_loss_terms(x)["constraint"]) == 0.0  # batches without pairs (VaDE) unchanged
     restored = DCGMM.from_config(anchored.get_config())
     assert restored.embedding_pair_weight == 10.0
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="embedding_pair_weight"):
+            DCGMM.from_config({**anchored.get_config(), "embedding_pair_weight": bad})
 
 
 def test_keras_save_and_load_give_identical_predictions(tmp_path):
