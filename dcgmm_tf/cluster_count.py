@@ -17,13 +17,15 @@ score range if more) is chosen, with a warning, as that choice follows how the G
 pairs the BIC of a diagonal GMM on the embeddings decides; it follows the embedding's modes rather than the
 classes. docs/your-data.md gives the measured choices.
 
-The embedding is the autoencoder's, before any pair has shaped it, and on digits it merged two digits (K = 9 for
-10, 12 points of ACC lost). With both link types and ``probe_epochs`` (an option, off by default),
-``n_clusters="auto"`` then trains short probes at the chosen K and its two neighbours on three quarters of the
-answers and scores each by the held-out quarter's log-likelihood (:func:`probe_num_clusters`): trained with
-pairs, the model may split what the embedding merged, and held-out must-links break when K is too large. Measured
-on digits, blobs and Fashion-MNIST (docs/your-data.md), the probes moved K away from the true K as often as
-towards it (most held-out pairs are cannot-links, which favour one cluster more), so they are not the default.
+The embedding is the autoencoder's, before any pair has shaped it, and on digits it merged two digits (K = 9 for 10,
+12 points of ACC lost). With ``fold_embedding`` each fold brings its own, e.g. the autoencoder tuned with that
+fold's training pairs (the estimator's ``pair_tuning_epochs``), which separated them (K = 10). With both link types
+and ``probe_epochs`` (an option, off by default), ``n_clusters="auto"`` then trains short probes at the chosen K and
+its two neighbours on three quarters of the answers and scores each by the held-out quarter's log-likelihood
+(:func:`probe_num_clusters`): trained with pairs, the model may split what the embedding merged, and held-out
+must-links break when K is too large. Measured on digits, blobs and Fashion-MNIST (docs/your-data.md), the probes
+moved K away from the true K as often as towards it (most held-out pairs are cannot-links, which favour one cluster
+more), so they are not the default.
 
 A latent class model of the pairs over a fine GMM (the start's :func:`dcgmm_tf.cluster_init.fit_latent_classes`)
 was tried first: its classes each hold 1/K of the data, so unequal clusters pushed its choice off (4 for 5 blobs of
