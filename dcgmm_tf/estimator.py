@@ -234,7 +234,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         alpha: float = 1e4,
         spread_neighbours: int = 0,
         spread_weight: float = 0.5,
-        pair_tuning_epochs: int = 0,
+        pair_tuning_epochs: int | str = 0,
         pair_tuning_weight: float = 100.0,
         batch_size: int | str = "auto",
         learning_rate: float = 1e-3,
@@ -437,7 +437,9 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         )
         return fit_mixture(model, x, constraints, fit, callbacks, verbose=self.verbose, check_inputs=False)
 
-    def _tune(self, model: DCGMM, x: np.ndarray, constraints: ConstraintSet, seed: int, schedule: EstimatorSchedule):
+    def _tune(
+        self, model: DCGMM, x: np.ndarray, constraints: ConstraintSet, seed: int, schedule: EstimatorSchedule
+    ) -> None:
         """Tunes ``model``'s autoencoder with the pairs for ``schedule.pair_tuning_epochs`` (none without pairs)."""
         if schedule.pair_tuning_epochs and len(constraints):
             tune_with_pairs(
