@@ -37,6 +37,16 @@ flags.DEFINE_string(
 flags.register_validator(
     "probe_epochs", lambda v: v == "auto" or v.isdigit(), "--probe_epochs must be 'auto' or a non-negative integer"
 )
+flags.DEFINE_string(
+    "pair_tuning_epochs",
+    "0",
+    "num_clusters: pair_tuning_epochs of every estimator fit ('auto', or epochs; 0: no tuning with the pairs).",
+)
+flags.register_validator(
+    "pair_tuning_epochs",
+    lambda v: v == "auto" or v.isdigit(),
+    "--pair_tuning_epochs must be 'auto' or a non-negative integer",
+)
 flags.DEFINE_list(
     "datasets",
     ["digits", "blobs", "fashion", "wine"],
@@ -50,6 +60,7 @@ def main(argv: list[str]) -> None:
 
     seeds = [int(s) for s in FLAGS.seeds]
     params = parts.tiny_schedule(FLAGS.epochs, seeds[0]) if FLAGS.tiny else None
+    tuning = FLAGS.pair_tuning_epochs if FLAGS.pair_tuning_epochs == "auto" else int(FLAGS.pair_tuning_epochs)
     runs = {
         "small": lambda: parts.small(seeds, FLAGS.pairs, params),
         "scale": lambda: parts.scale(seeds, FLAGS.datasets, FLAGS.pairs, params, FLAGS.likelihoods),
@@ -59,7 +70,7 @@ def main(argv: list[str]) -> None:
             FLAGS.link_types,
             FLAGS.train,
             Path(FLAGS.cache_dir),
-            params,
+            {**(params or {}), "pair_tuning_epochs": tuning},
             probe_epochs=FLAGS.probe_epochs if FLAGS.probe_epochs == "auto" else int(FLAGS.probe_epochs),
         ),
         "checks": lambda: parts.checks(seeds, FLAGS.epochs),
