@@ -134,14 +134,16 @@ def pair_guided_gmm(
     often ranks highest a local optimum that splits a class and merges two others; the pairs tell them apart.
     """
     flip = flip_probability(pairs.weight)
-    best, best_log_p = -np.inf, None
+    ends, index = np.unique(np.concatenate([pairs.i, pairs.j]), return_inverse=True)  # a start is scored on these
+    end_i, end_j = index[: len(pairs)], index[len(pairs) :]
+    best, best_gmm = -np.inf, None
     for start in range(starts):
         gmm = GaussianMixture(num_components, covariance_type="diag", random_state=seed + 1000 * start)
-        log_p = log_responsibilities(gmm.fit(z[fit_rows]), z)
-        score = pair_log_likelihood(log_p[pairs.i], log_p[pairs.j], pairs.must_link_mask, flip).mean()
+        log_p = log_responsibilities(gmm.fit(z[fit_rows]), z[ends])
+        score = pair_log_likelihood(log_p[end_i], log_p[end_j], pairs.must_link_mask, flip).mean()
         if score > best:
-            best, best_log_p = score, log_p
-    return best_log_p
+            best, best_gmm = score, gmm
+    return log_responsibilities(best_gmm, z)
 
 
 def one_standard_error_choice(values: np.ndarray) -> int:
