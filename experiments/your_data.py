@@ -31,21 +31,27 @@ flags.register_validator(
     "likelihoods", lambda v: set(v) <= {"bernoulli", "gaussian"}, "--likelihoods must be among bernoulli, gaussian"
 )
 flags.DEFINE_bool("train", True, "num_clusters: also train at the chosen and the true K (both link types).")
-flags.DEFINE_string(
-    "probe_epochs", "0", "num_clusters: probe_epochs of the n_clusters='auto' fit ('auto', or epochs; 0: no probes)."
+
+
+def _define_auto_or_epochs(name: str, help_text: str) -> None:
+    """A flag of epochs that also takes "auto" (default 0), refused at the flags otherwise."""
+    flags.DEFINE_string(name, "0", help_text)
+    flags.register_validator(
+        name, lambda v: v == "auto" or v.isdigit(), f"--{name} must be 'auto' or a non-negative integer"
+    )
+
+
+def _auto_or_epochs(value: str) -> int | str:
+    """The value of a flag of :func:`_define_auto_or_epochs`: "auto" or its epochs."""
+    return value if value == "auto" else int(value)
+
+
+_define_auto_or_epochs(
+    "probe_epochs", "num_clusters: probe_epochs of the n_clusters='auto' fit ('auto', or epochs; 0: no probes)."
 )
-flags.register_validator(
-    "probe_epochs", lambda v: v == "auto" or v.isdigit(), "--probe_epochs must be 'auto' or a non-negative integer"
-)
-flags.DEFINE_string(
+_define_auto_or_epochs(
     "pair_tuning_epochs",
-    "0",
     "num_clusters: pair_tuning_epochs of every estimator fit ('auto', or epochs; 0: no tuning with the pairs).",
-)
-flags.register_validator(
-    "pair_tuning_epochs",
-    lambda v: v == "auto" or v.isdigit(),
-    "--pair_tuning_epochs must be 'auto' or a non-negative integer",
 )
 flags.DEFINE_list(
     "datasets",
@@ -60,7 +66,6 @@ def main(argv: list[str]) -> None:
 
     seeds = [int(s) for s in FLAGS.seeds]
     params = parts.tiny_schedule(FLAGS.epochs, seeds[0]) if FLAGS.tiny else None
-    tuning = FLAGS.pair_tuning_epochs if FLAGS.pair_tuning_epochs == "auto" else int(FLAGS.pair_tuning_epochs)
     runs = {
         "small": lambda: parts.small(seeds, FLAGS.pairs, params),
         "scale": lambda: parts.scale(seeds, FLAGS.datasets, FLAGS.pairs, params, FLAGS.likelihoods),
@@ -70,8 +75,8 @@ def main(argv: list[str]) -> None:
             FLAGS.link_types,
             FLAGS.train,
             Path(FLAGS.cache_dir),
-            {**(params or {}), "pair_tuning_epochs": tuning},
-            probe_epochs=FLAGS.probe_epochs if FLAGS.probe_epochs == "auto" else int(FLAGS.probe_epochs),
+            {**(params or {}), "pair_tuning_epochs": _auto_or_epochs(FLAGS.pair_tuning_epochs)},
+            probe_epochs=_auto_or_epochs(FLAGS.probe_epochs),
         ),
         "checks": lambda: parts.checks(seeds, FLAGS.epochs),
     }
