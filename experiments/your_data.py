@@ -33,9 +33,9 @@ flags.register_validator(
 flags.DEFINE_bool("train", True, "num_clusters: also train at the chosen and the true K (both link types).")
 
 
-def _define_auto_or_epochs(name: str, help_text: str) -> None:
-    """A flag of epochs that also takes "auto" (default 0), refused at the flags otherwise."""
-    flags.DEFINE_string(name, "0", help_text)
+def _define_auto_or_epochs(name: str, default: str, help_text: str) -> None:
+    """A flag of epochs that also takes "auto", refused at the flags otherwise."""
+    flags.DEFINE_string(name, default, help_text)
     flags.register_validator(
         name, lambda v: v == "auto" or v.isdigit(), f"--{name} must be 'auto' or a non-negative integer"
     )
@@ -47,11 +47,13 @@ def _auto_or_epochs(value: str) -> int | str:
 
 
 _define_auto_or_epochs(
-    "probe_epochs", "num_clusters: probe_epochs of the n_clusters='auto' fit ('auto', or epochs; 0: no probes)."
+    "probe_epochs", "0", "num_clusters: probe_epochs of the n_clusters='auto' fit ('auto', or epochs; 0: no probes)."
 )
 _define_auto_or_epochs(
     "pair_tuning_epochs",
-    "num_clusters: pair_tuning_epochs of every estimator fit ('auto', or epochs; 0: no tuning with the pairs).",
+    "auto",
+    "pair_tuning_epochs of every estimator fit when given ('auto', the estimator's default, or epochs; 0: no tuning "
+    "with the pairs, the estimator's default before 2026-11-30); without it the estimator's default or --tiny's.",
 )
 flags.DEFINE_list(
     "datasets",
@@ -65,7 +67,10 @@ def main(argv: list[str]) -> None:
     from experiments import your_data_parts as parts
 
     seeds = [int(s) for s in FLAGS.seeds]
-    params = parts.tiny_schedule(FLAGS.epochs, seeds[0]) if FLAGS.tiny else None
+    params = parts.tiny_schedule(FLAGS.epochs, seeds[0]) if FLAGS.tiny else {}
+    if FLAGS["pair_tuning_epochs"].present:  # else the estimator's default ("auto"), or the tiny schedule's
+        params["pair_tuning_epochs"] = _auto_or_epochs(FLAGS.pair_tuning_epochs)
+    params = params or None
     runs = {
         "small": lambda: parts.small(seeds, FLAGS.pairs, params),
         "scale": lambda: parts.scale(seeds, FLAGS.datasets, FLAGS.pairs, params, FLAGS.likelihoods),
@@ -75,7 +80,7 @@ def main(argv: list[str]) -> None:
             FLAGS.link_types,
             FLAGS.train,
             Path(FLAGS.cache_dir),
-            {**(params or {}), "pair_tuning_epochs": _auto_or_epochs(FLAGS.pair_tuning_epochs)},
+            params,
             probe_epochs=_auto_or_epochs(FLAGS.probe_epochs),
         ),
         "checks": lambda: parts.checks(seeds, FLAGS.epochs),

@@ -50,8 +50,16 @@ def _digits() -> tuple[np.ndarray, np.ndarray]:
 
 def tiny_schedule(epochs: int, seed: int) -> dict:
     """The estimator's settings for a quick fit: a 32-32 network, a 2-d embedding, ``epochs`` epochs, 1 of
-    pretraining, batch 32."""
-    return dict(hidden_units=(32, 32), latent_dim=2, epochs=epochs, pretrain_epochs=1, batch_size=32, random_state=seed)
+    pretraining and 1 of tuning with the pairs, batch 32."""
+    return dict(
+        hidden_units=(32, 32),
+        latent_dim=2,
+        epochs=epochs,
+        pretrain_epochs=1,
+        pair_tuning_epochs=1,
+        batch_size=32,
+        random_state=seed,
+    )
 
 
 def small(seeds: list[int], pairs: int, params: dict | None = None) -> list[dict]:

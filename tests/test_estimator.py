@@ -32,6 +32,7 @@ TINY = {
     "batch_size": 32,
     "random_state": 0,
     "hidden_units": (32, 32),
+    "pair_tuning_epochs": 0,
 }
 PRETRAINED = {**TINY, "pretrain_epochs": 1}
 PAPER_TINY = {**TINY, "hidden_units": (500, 500, 2000)}  # the paper's network, where a test needs it
@@ -76,7 +77,8 @@ def test_tuning_with_the_pairs_pulls_must_links_together():
         return distance[must].mean() / distance[cannot].mean()
 
     plain = DCGMMClustering(2, **PRETRAINED).fit(x, constraints=constraints)
-    tuned = DCGMMClustering(2, pair_tuning_epochs=5, **PRETRAINED).fit(x, constraints=constraints)
+    tuned = DCGMMClustering(2, **{**PRETRAINED, "pair_tuning_epochs": 5}).fit(x, constraints=constraints)
+    assert DCGMMClustering().pair_tuning_epochs == "auto"  # the default (TINY turns it off)
     assert link_distance_ratio(tuned) < 0.85 * link_distance_ratio(plain)  # 0.61 against 0.81 here
     bad_values = [
         ({"pair_tuning_epochs": 1.5}, "pair_tuning_epochs must be .auto. or an integer"),
@@ -85,7 +87,7 @@ def test_tuning_with_the_pairs_pulls_must_links_together():
     ]
     for bad, message in bad_values:
         with pytest.raises(ValueError, match=message):
-            DCGMMClustering(2, **bad, **TINY).fit(x, constraints=constraints)
+            DCGMMClustering(2, **{**TINY, **bad}).fit(x, constraints=constraints)
 
 
 def test_fit_with_a_constraint_set_and_without_constraints():
@@ -265,9 +267,9 @@ def test_the_schedule_fits_the_data_size():
     wine = fit_schedule(178)
     assert wine.batch_size == 32 and wine.epochs * 6 >= 3000 and wine.pretrain_epochs * 6 >= 600
     assert fit_schedule(178, epochs=7, batch_size=64).epochs == 7
-    assert (large.pair_tuning_epochs, wine.pair_tuning_epochs) == (0, 0)  # none unless asked for
-    assert fit_schedule(1797, pair_tuning_epochs="auto").pair_tuning_epochs == 80  # digits: 15 steps an epoch
-    assert fit_schedule(60000, pair_tuning_epochs="auto").pair_tuning_epochs == 6
+    assert (large.pair_tuning_epochs, wine.pair_tuning_epochs) == (6, 200)  # about 1,200 steps by default
+    assert fit_schedule(1797).pair_tuning_epochs == 80  # digits: 15 steps an epoch
+    assert fit_schedule(178, pair_tuning_epochs=0).pair_tuning_epochs == 0
     with pytest.raises(ValueError, match="epochs must be 'auto' or an integer"):
         fit_schedule(178, epochs="many")
 
