@@ -27,7 +27,7 @@ from dcgmm_tf.callbacks import ClusterRestart
 from dcgmm_tf.cluster_count import check_candidates, choose_num_clusters, probe_num_clusters
 from dcgmm_tf.cluster_init import LINK_START_STRATEGIES, START_STRATEGIES
 from dcgmm_tf.config import RunConfig, check_field
-from dcgmm_tf.constraints import ConstraintSet, as_constraint_set
+from dcgmm_tf.constraints import ConstraintSet, as_constraint_set, default_alpha
 from dcgmm_tf.fitting import FitSchedule, fit_mixture
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.networks import PAPER_HIDDEN_UNITS, MLPDecoder, MLPEncoder
@@ -113,6 +113,17 @@ def fit_schedule(
     )
 
 
+def pair_tuning_for(pair_tuning_epochs: int | str, answers: ConstraintSet) -> int | str:
+    """``pair_tuning_epochs`` for these answers: "auto" becomes 0 when any answer is weighed below the paper's hard
+    confidence (``default_alpha(0)`` = 1e4), i.e. may be wrong. The tuning pulls a wrong must-link's ends together
+    before the C-ELBO can weigh it: on scikit-learn's digits with a fifth of 1,000 answers wrong it cost 6-14 points
+    of ACC on each of three seeds (docs/your-data.md). Other values are returned as they are."""
+    if isinstance(pair_tuning_epochs, str) and pair_tuning_epochs == "auto":
+        if len(answers) and np.abs(answers.weight).min() < default_alpha(0.0):
+            return 0
+    return pair_tuning_epochs
+
+
 def auto_hidden_units(num_features: int) -> tuple[int, ...]:
     """The encoder's hidden widths of ``hidden_units="auto"``: (64, 64) for at most ``TABLE_FEATURES`` features,
     else the paper's 500-500-2000."""
@@ -184,8 +195,9 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
       spread_weight: A spread pair's share of the weight of the answer it comes from, in (0, 1].
       pair_tuning_epochs: Epochs of tuning the pretrained autoencoder with the pairs before the start (the runner's
         default recipe tunes 5 epochs of Fashion-MNIST; not the paper's, see :mod:`dcgmm_tf.pair_tuning`); "auto"
-        (the default): about 1,200 steps (:func:`fit_schedule`), none without pairs; 0: none, the paper's. With
-        ``n_clusters="auto"``, K is then chosen on each fold's embedding tuned with that fold's answers alone: on
+        (the default): about 1,200 steps (:func:`fit_schedule`), none without pairs or when some answers are weighed
+        as possibly wrong (:func:`pair_tuning_for`); 0: none, the paper's. With ``n_clusters="auto"``, K is then
+        chosen on each fold's embedding tuned with that fold's answers alone: on
         digits that chose K = 10 where the pretrained embedding merged two digits (K = 9, 17 points of ACC lost),
         and at a given K the tuning was no worse on average (docs/your-data.md).
       pair_tuning_weight: With ``pair_tuning_epochs``: the weight of the pair term against the mean reconstruction
@@ -311,7 +323,11 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"hidden_units must be 'auto' or a non-empty sequence of positive integers, got {units!r}")
         self.hidden_units_ = tuple(int(u) for u in units)
         self.schedule_ = fit_schedule(
-            len(X), self.epochs, self.pretrain_epochs, self.batch_size, self.pair_tuning_epochs
+            len(X),
+            self.epochs,
+            self.pretrain_epochs,
+            self.batch_size,
+            pair_tuning_for(self.pair_tuning_epochs, constraints),
         )
         for name, value in (("seed", seed), ("learning_rate", self.learning_rate), ("latent_dim", self.latent_dim)):
             check_field(name, value, _RUNNER_DEFAULTS[name].metadata)  # the runner's rules

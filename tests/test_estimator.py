@@ -90,6 +90,23 @@ def test_tuning_with_the_pairs_pulls_must_links_together():
             DCGMMClustering(2, **{**TINY, **bad}).fit(x, constraints=constraints)
 
 
+def test_auto_tuning_only_with_answers_taken_as_right():
+    from dcgmm_tf import default_alpha
+    from dcgmm_tf.estimator import pair_tuning_for
+
+    x, y = toy_data(120)
+    hard = ConstraintSet.from_labels(y, 60, seed=0)  # alpha 1e4, the paper's hard constraints
+    soft = ConstraintSet.from_labels(y, 60, seed=0, q=0.2)  # alpha default_alpha(0.2)
+    assert pair_tuning_for("auto", hard) == "auto" and pair_tuning_for("auto", ConstraintSet.empty(120)) == "auto"
+    assert pair_tuning_for("auto", soft) == 0 and pair_tuning_for(3, soft) == 3  # asked for: as given
+    mixed = ConstraintSet(
+        hard.i, hard.j, np.where(np.arange(60) == 7, default_alpha(0.01), 1e4) * np.sign(hard.weight), 120
+    )
+    assert pair_tuning_for("auto", mixed) == 0
+    est = DCGMMClustering(2, **{**TINY, "pair_tuning_epochs": "auto"}).fit(x, constraints=soft)
+    assert est.schedule_.pair_tuning_epochs == 0
+
+
 def test_fit_with_a_constraint_set_and_without_constraints():
     x, y = toy_data(120)
     constraints = ConstraintSet.from_labels(y, 50, seed=0, alpha=500.0)
