@@ -55,6 +55,8 @@ class EstimatorSchedule:
       restart_every: Epochs between restarts of the mixture (a tenth of the run).
       lr_decay_epochs: Epochs between decays of the learning rate by 0.9 (a fifth of the run).
       pair_tuning_epochs: Epochs of tuning the autoencoder with the pairs before the start (0: none).
+      choice_tuning_epochs: With ``n_clusters="auto"``: epochs of tuning each fold's embedding with that fold's
+        answers before K is chosen on it (0: the choice on the pretrained embedding).
     """
 
     batch_size: int
@@ -63,6 +65,7 @@ class EstimatorSchedule:
     restart_every: int
     lr_decay_epochs: int
     pair_tuning_epochs: int = 0
+    choice_tuning_epochs: int = 0
 
 
 def fit_schedule(
@@ -70,7 +73,8 @@ def fit_schedule(
     epochs: int | str = "auto",
     pretrain_epochs: int | str = "auto",
     batch_size: int | str = "auto",
-    pair_tuning_epochs: int | str = "auto",
+    pair_tuning_epochs: int | str = 0,
+    choice_tuning_epochs: int | str = 0,
 ) -> EstimatorSchedule:
     """The estimator's schedule for ``num_samples`` samples, counted in optimisation steps.
 
@@ -80,9 +84,9 @@ def fit_schedule(
     samples this is 256 / 100 / 10, the runner's earlier defaults (``RunConfig.protocol("earlier")``; the estimator
     keeps that staircase schedule, measured on small and tabular data in docs/your-data.md, while the runner's
     default recipe is 15 pretraining epochs, 5 of tuning with the pairs, 10 epochs and a cosine decay); for
-    scikit-learn's wine (178 samples) 32 / 500 / 100. ``"auto"`` tuning with the pairs: enough epochs for
-    ``PAIR_TUNING_STEPS`` steps (80 on scikit-learn's digits, 6 on 60,000 samples; the estimator skips it without
-    pairs). Restarts and learning-rate decays keep their place in the run (every tenth and every fifth of it, as 10
+    scikit-learn's wine (178 samples) 32 / 500 / 100. ``"auto"`` tuning with the pairs (of the trained model or of the
+    choice's folds): enough epochs for ``PAIR_TUNING_STEPS`` steps (80 on scikit-learn's digits, 6 on 60,000
+    samples). Restarts and learning-rate decays keep their place in the run (every tenth and every fifth of it, as 10
     and 20 of 100 epochs).
 
     Raises:
@@ -96,13 +100,19 @@ def fit_schedule(
         epochs = max(100, math.ceil(MIN_TRAIN_STEPS / steps))
     if pretrain_epochs == "auto":
         pretrain_epochs = max(10, math.ceil(MIN_PRETRAIN_STEPS / steps))
-    if pair_tuning_epochs == "auto":
-        pair_tuning_epochs = math.ceil(PAIR_TUNING_STEPS / steps)
-    values = (("epochs", epochs), ("pretrain_epochs", pretrain_epochs), ("pair_tuning_epochs", pair_tuning_epochs))
-    for name, value in values:
+    tuning = math.ceil(PAIR_TUNING_STEPS / steps)
+    pair_tuning_epochs = tuning if pair_tuning_epochs == "auto" else pair_tuning_epochs
+    choice_tuning_epochs = tuning if choice_tuning_epochs == "auto" else choice_tuning_epochs
+    values = (
+        ("epochs", epochs, "epochs"),
+        ("pretrain_epochs", pretrain_epochs, "pretrain_epochs"),
+        ("pair_tuning_epochs", pair_tuning_epochs, "pair_tuning_epochs"),
+        ("choice_tuning_epochs", choice_tuning_epochs, "pair_tuning_epochs"),  # the runner's rule of tuning epochs
+    )
+    for name, value, rule in values:
         if not isinstance(value, numbers.Integral):
             raise ValueError(f"{name} must be 'auto' or an integer, got {value!r}")
-        check_field(name, value, _RUNNER_DEFAULTS[name].metadata)
+        check_field(name, value, _RUNNER_DEFAULTS[rule].metadata)
     return EstimatorSchedule(
         int(batch_size),
         int(epochs),
@@ -110,18 +120,20 @@ def fit_schedule(
         max(1, epochs // 10),
         max(1, epochs // 5),
         int(pair_tuning_epochs),
+        int(choice_tuning_epochs),
     )
 
 
-def pair_tuning_for(pair_tuning_epochs: int | str, answers: ConstraintSet) -> int | str:
-    """``pair_tuning_epochs`` for these answers: "auto" becomes 0 when any answer is weighed below the paper's hard
-    confidence (``default_alpha(0)`` = 1e4), i.e. may be wrong. The tuning pulls a wrong must-link's ends together
-    before the C-ELBO can weigh it: on scikit-learn's digits with a fifth of 1,000 answers wrong it cost 6-14 points
-    of ACC on each of three seeds (docs/your-data.md). Other values are returned as they are."""
-    if isinstance(pair_tuning_epochs, str) and pair_tuning_epochs == "auto":
-        if len(answers) and np.abs(answers.weight).min() < default_alpha(0.0):
+def tuning_for(tuning_epochs: int | str, answers: ConstraintSet) -> int | str:
+    """Epochs of tuning with ``answers`` (``pair_tuning_epochs`` or ``choice_tuning_epochs``): "auto" becomes 0
+    when any answer is weighed below the paper's hard confidence (``default_alpha(0)`` = 1e4), i.e. may be wrong,
+    or when there are none. The tuning pulls a wrong must-link's ends together before the C-ELBO can weigh it: on
+    scikit-learn's digits with a fifth of 1,000 answers wrong it cost 6-14 points of ACC on each of three seeds
+    (docs/your-data.md). Other values are returned as they are."""
+    if isinstance(tuning_epochs, str) and tuning_epochs == "auto":
+        if not len(answers) or np.abs(answers.weight).min() < default_alpha(0.0):
             return 0
-    return pair_tuning_epochs
+    return tuning_epochs
 
 
 def auto_hidden_units(num_features: int) -> tuple[int, ...]:
@@ -194,12 +206,15 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         paper's; not the paper's, see :mod:`dcgmm_tf.constraints.spread`).
       spread_weight: A spread pair's share of the weight of the answer it comes from, in (0, 1].
       pair_tuning_epochs: Epochs of tuning the pretrained autoencoder with the pairs before the start (the runner's
-        default recipe tunes 5 epochs of Fashion-MNIST; not the paper's, see :mod:`dcgmm_tf.pair_tuning`); "auto"
-        (the default): about 1,200 steps (:func:`fit_schedule`), none without pairs or when some answers are weighed
-        as possibly wrong (:func:`pair_tuning_for`); 0: none, the paper's. With ``n_clusters="auto"``, K is then
-        chosen on each fold's embedding tuned with that fold's answers alone: on
-        digits that chose K = 10 where the pretrained embedding merged two digits (K = 9, 17 points of ACC lost),
-        and at a given K the tuning was no worse on average (docs/your-data.md).
+        default recipe tunes 5 epochs of Fashion-MNIST; not the paper's, see :mod:`dcgmm_tf.pair_tuning`); "auto":
+        about 1,200 steps (:func:`fit_schedule`), none when some answers are weighed as possibly wrong
+        (:func:`tuning_for`); 0 (the default): none, the paper's. On digits and blobs a fit at the true K moved by
+        -19 to +22 points of ACC with it, no better on average (docs/your-data.md).
+      choice_tuning_epochs: With ``n_clusters="auto"``: epochs of tuning each fold's copy of the pretrained
+        autoencoder with that fold's training answers alone before K is scored on its embedding; "auto" (the
+        default): as ``pair_tuning_epochs="auto"`` (none with answers that may be wrong); 0: the choice on the
+        pretrained embedding. On digits it chose K = 10 where the pretrained embedding merged two digits (K = 9, 17
+        points of ACC lost); the trained model is tuned by ``pair_tuning_epochs`` alone (docs/your-data.md).
       pair_tuning_weight: With ``pair_tuning_epochs``: the weight of the pair term against the mean reconstruction
         loss.
       batch_size: Training and pretraining batch size; "auto": 256, smaller for small data.
@@ -247,7 +262,8 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         alpha: float = 1e4,
         spread_neighbours: int = 0,
         spread_weight: float = 0.5,
-        pair_tuning_epochs: int | str = "auto",
+        pair_tuning_epochs: int | str = 0,
+        choice_tuning_epochs: int | str = "auto",
         pair_tuning_weight: float = 100.0,
         batch_size: int | str = "auto",
         learning_rate: float = 1e-3,
@@ -269,6 +285,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.spread_neighbours = spread_neighbours
         self.spread_weight = spread_weight
         self.pair_tuning_epochs = pair_tuning_epochs
+        self.choice_tuning_epochs = choice_tuning_epochs
         self.pair_tuning_weight = pair_tuning_weight
         self.batch_size = batch_size
         self.learning_rate = learning_rate
@@ -327,8 +344,11 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             self.epochs,
             self.pretrain_epochs,
             self.batch_size,
-            pair_tuning_for(self.pair_tuning_epochs, constraints),
+            tuning_for(self.pair_tuning_epochs, constraints),
+            tuning_for(self.choice_tuning_epochs, constraints),
         )
+        if not auto:  # checked above, used only to choose K
+            self.schedule_ = dataclasses.replace(self.schedule_, choice_tuning_epochs=0)
         for name, value in (("seed", seed), ("learning_rate", self.learning_rate), ("latent_dim", self.latent_dim)):
             check_field(name, value, _RUNNER_DEFAULTS[name].metadata)  # the runner's rules
         self.likelihood_ = self.likelihood
@@ -347,11 +367,11 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         if auto:
             pretrained = self._pretrained(x, 2, seed)  # the final model takes its autoencoder too
             tuned_embedding = None
-            if self.schedule_.pair_tuning_epochs:  # each fold's embedding tuned with its training answers alone
+            if self.schedule_.choice_tuning_epochs:  # each fold's embedding tuned with its training answers alone
 
                 def tuned_embedding(pairs: ConstraintSet) -> np.ndarray:
                     model = starting.with_autoencoder(self._builder(x, 2), seed, pretrained)
-                    self._tune(model, x, spread(pairs), seed, self.schedule_)
+                    self._tune(model, x, spread(pairs), seed, self.schedule_.choice_tuning_epochs)
                     return model.embed(x)
 
             self.cluster_count_ = choose_num_clusters(
@@ -438,7 +458,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         """Tunes the pretrained ``model``'s autoencoder with the pairs (``pair_tuning_epochs``), starts its mixture
         and trains it on ``schedule``; returns the history."""
         num_clusters = model.num_clusters
-        self._tune(model, x, constraints, seed, schedule)
+        self._tune(model, x, constraints, seed, schedule.pair_tuning_epochs)
         # One cluster is the trivial clustering: the paper's start, no restarts.
         start = self.cluster_init if num_clusters > 1 else "gmm"
         start_mixture(model, x, start, constraints, seed=seed)
@@ -454,14 +474,10 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         )
         return fit_mixture(model, x, constraints, fit, callbacks, verbose=self.verbose, check_inputs=False)
 
-    def _tune(
-        self, model: DCGMM, x: np.ndarray, constraints: ConstraintSet, seed: int, schedule: EstimatorSchedule
-    ) -> None:
-        """Tunes ``model``'s autoencoder with the pairs for ``schedule.pair_tuning_epochs`` (none without pairs)."""
-        if schedule.pair_tuning_epochs and len(constraints):
-            tune_with_pairs(
-                model, x, constraints, schedule.pair_tuning_epochs, self.pair_tuning_weight, seed, schedule.batch_size
-            )
+    def _tune(self, model: DCGMM, x: np.ndarray, constraints: ConstraintSet, seed: int, epochs: int) -> None:
+        """Tunes ``model``'s autoencoder with the pairs for ``epochs`` epochs (none without pairs)."""
+        if epochs and len(constraints):
+            tune_with_pairs(model, x, constraints, epochs, self.pair_tuning_weight, seed, self.schedule_.batch_size)
 
     def _probabilities(self, x: np.ndarray) -> np.ndarray:
         return self.model_.cluster_probabilities(x)

@@ -51,9 +51,15 @@ _define_auto_or_epochs(
 )
 _define_auto_or_epochs(
     "pair_tuning_epochs",
+    "0",
+    "pair_tuning_epochs of every estimator fit when given ('auto', or epochs; 0, the estimator's default: no tuning "
+    "with the pairs); without it the estimator's default.",
+)
+_define_auto_or_epochs(
+    "choice_tuning_epochs",
     "auto",
-    "pair_tuning_epochs of every estimator fit when given ('auto', the estimator's default, or epochs; 0: no tuning "
-    "with the pairs, the estimator's default before 2026-11-30); without it the estimator's default or --tiny's.",
+    "choice_tuning_epochs of every n_clusters='auto' fit when given ('auto', the estimator's default since "
+    "2026-11-30, or epochs; 0: K chosen on the pretrained embedding); without it the estimator's default or --tiny's.",
 )
 flags.DEFINE_list(
     "datasets",
@@ -68,8 +74,9 @@ def main(argv: list[str]) -> None:
 
     seeds = [int(s) for s in FLAGS.seeds]
     params = parts.tiny_schedule(FLAGS.epochs, seeds[0]) if FLAGS.tiny else {}
-    if FLAGS["pair_tuning_epochs"].present:  # else the estimator's default ("auto"), or the tiny schedule's
-        params["pair_tuning_epochs"] = _auto_or_epochs(FLAGS.pair_tuning_epochs)
+    for name in ("pair_tuning_epochs", "choice_tuning_epochs"):
+        if FLAGS[name].present:  # else the estimator's default, or the tiny schedule's
+            params[name] = _auto_or_epochs(FLAGS[name].value)
     params = params or None
     runs = {
         "small": lambda: parts.small(seeds, FLAGS.pairs, params),

@@ -50,13 +50,13 @@ def _digits() -> tuple[np.ndarray, np.ndarray]:
 
 def tiny_schedule(epochs: int, seed: int) -> dict:
     """The estimator's settings for a quick fit: a 32-32 network, a 2-d embedding, ``epochs`` epochs, 1 of
-    pretraining and 1 of tuning with the pairs, batch 32."""
+    pretraining, batch 32; with ``n_clusters="auto"`` each fold tuned for 1 epoch."""
     return dict(
         hidden_units=(32, 32),
         latent_dim=2,
         epochs=epochs,
         pretrain_epochs=1,
-        pair_tuning_epochs=1,
+        choice_tuning_epochs=1,
         batch_size=32,
         random_state=seed,
     )

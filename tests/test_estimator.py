@@ -32,7 +32,7 @@ TINY = {
     "batch_size": 32,
     "random_state": 0,
     "hidden_units": (32, 32),
-    "pair_tuning_epochs": 0,
+    "choice_tuning_epochs": 0,  # "auto" tunes four folds for about 1,200 steps each
 }
 PRETRAINED = {**TINY, "pretrain_epochs": 1}
 PAPER_TINY = {**TINY, "hidden_units": (500, 500, 2000)}  # the paper's network, where a test needs it
@@ -77,8 +77,7 @@ def test_tuning_with_the_pairs_pulls_must_links_together():
         return distance[must].mean() / distance[cannot].mean()
 
     plain = DCGMMClustering(2, **PRETRAINED).fit(x, constraints=constraints)
-    tuned = DCGMMClustering(2, **{**PRETRAINED, "pair_tuning_epochs": 5}).fit(x, constraints=constraints)
-    assert DCGMMClustering().pair_tuning_epochs == "auto"  # the default (TINY turns it off)
+    tuned = DCGMMClustering(2, pair_tuning_epochs=5, **PRETRAINED).fit(x, constraints=constraints)
     assert link_distance_ratio(tuned) < 0.85 * link_distance_ratio(plain)  # 0.61 against 0.81 here
     bad_values = [
         ({"pair_tuning_epochs": 1.5}, "pair_tuning_epochs must be .auto. or an integer"),
@@ -87,22 +86,22 @@ def test_tuning_with_the_pairs_pulls_must_links_together():
     ]
     for bad, message in bad_values:
         with pytest.raises(ValueError, match=message):
-            DCGMMClustering(2, **{**TINY, **bad}).fit(x, constraints=constraints)
+            DCGMMClustering(2, **bad, **TINY).fit(x, constraints=constraints)
 
 
 def test_auto_tuning_only_with_answers_taken_as_right():
     from dcgmm_tf import default_alpha
-    from dcgmm_tf.estimator import pair_tuning_for
+    from dcgmm_tf.estimator import tuning_for
 
     x, y = toy_data(120)
     hard = ConstraintSet.from_labels(y, 60, seed=0)  # alpha 1e4, the paper's hard constraints
     soft = ConstraintSet.from_labels(y, 60, seed=0, q=0.2)  # alpha default_alpha(0.2)
-    assert pair_tuning_for("auto", hard) == "auto" and pair_tuning_for("auto", ConstraintSet.empty(120)) == "auto"
-    assert pair_tuning_for("auto", soft) == 0 and pair_tuning_for(3, soft) == 3  # asked for: as given
+    assert tuning_for("auto", hard) == "auto" and tuning_for("auto", ConstraintSet.empty(120)) == 0
+    assert tuning_for("auto", soft) == 0 and tuning_for(3, soft) == 3  # asked for: as given
     mixed = ConstraintSet(
         hard.i, hard.j, np.where(np.arange(60) == 7, default_alpha(0.01), 1e4) * np.sign(hard.weight), 120
     )
-    assert pair_tuning_for("auto", mixed) == 0
+    assert tuning_for("auto", mixed) == 0
     est = DCGMMClustering(2, **{**TINY, "pair_tuning_epochs": "auto"}).fit(x, constraints=soft)
     assert est.schedule_.pair_tuning_epochs == 0
 
@@ -284,9 +283,12 @@ def test_the_schedule_fits_the_data_size():
     wine = fit_schedule(178)
     assert wine.batch_size == 32 and wine.epochs * 6 >= 3000 and wine.pretrain_epochs * 6 >= 600
     assert fit_schedule(178, epochs=7, batch_size=64).epochs == 7
-    assert (large.pair_tuning_epochs, wine.pair_tuning_epochs) == (6, 200)  # about 1,200 steps by default
-    assert fit_schedule(1797).pair_tuning_epochs == 80  # digits: 15 steps an epoch
-    assert fit_schedule(178, pair_tuning_epochs=0).pair_tuning_epochs == 0
+    assert (large.pair_tuning_epochs, large.choice_tuning_epochs) == (0, 0)  # none unless asked for
+    digits = fit_schedule(1797, pair_tuning_epochs="auto", choice_tuning_epochs="auto")
+    assert (digits.pair_tuning_epochs, digits.choice_tuning_epochs) == (80, 80)  # digits: 15 steps an epoch
+    assert fit_schedule(60000, pair_tuning_epochs="auto").pair_tuning_epochs == 6
+    with pytest.raises(ValueError, match="choice_tuning_epochs"):
+        fit_schedule(178, choice_tuning_epochs=-1)
     with pytest.raises(ValueError, match="epochs must be 'auto' or an integer"):
         fit_schedule(178, epochs="many")
 
@@ -322,6 +324,31 @@ def test_n_clusters_auto_chooses_from_the_pairs_then_by_probes():
             DCGMMClustering("auto", cluster_range=bounds, **TINY).fit(x)
     with pytest.raises(ValueError, match="probe_epochs must be"):
         DCGMMClustering(2, probe_epochs=-1, **TINY).fit(x)
+
+
+def test_n_clusters_auto_chooses_on_folds_tuned_with_their_answers(monkeypatch):
+    from dcgmm_tf import estimator
+
+    x, y = toy_data(120)
+    constraints = ConstraintSet.from_labels(y, 60, seed=0)
+    tuned = []
+
+    def counting(model, x, pairs, epochs, *args):
+        tuned.append((len(pairs), epochs))
+        return tune_with_pairs(model, x, pairs, epochs, *args)
+
+    tune_with_pairs = estimator.tune_with_pairs
+    monkeypatch.setattr(estimator, "tune_with_pairs", counting)
+    assert DCGMMClustering().choice_tuning_epochs == "auto" and DCGMMClustering().pair_tuning_epochs == 0
+    auto = DCGMMClustering("auto", cluster_range=(2, 3), **{**TINY, "choice_tuning_epochs": 1}).fit(
+        x, constraints=constraints
+    )
+    assert auto.schedule_.choice_tuning_epochs == 1 and auto.schedule_.pair_tuning_epochs == 0
+    assert [epochs for _, epochs in tuned] == [1] * 4  # the four folds' copies, not the trained model
+    assert all(40 <= size <= 50 for size, _ in tuned)  # each with about three quarters of the 60 answers
+    tuned.clear()
+    fixed = DCGMMClustering(2, **{**TINY, "choice_tuning_epochs": 1}).fit(x, constraints=constraints)
+    assert fixed.schedule_.choice_tuning_epochs == 0 and tuned == []  # only to choose K
 
 
 def test_random_state_fixes_the_fit_with_any_network():

@@ -48,7 +48,9 @@ def test_num_clusters_part_chooses_and_trains_at_both_k(tmp_path):
     assert np.isnan(chosen.iloc[1].get("acc_true_k", np.nan))  # trained with both link types only
 
 
-@pytest.mark.parametrize("flag", ["--part=nosuch", "--probe_epochs=some", "--pair_tuning_epochs=-1"])
+@pytest.mark.parametrize(
+    "flag", ["--part=nosuch", "--probe_epochs=some", "--pair_tuning_epochs=-1", "--choice_tuning_epochs=x"]
+)
 def test_a_bad_flag_is_refused_by_the_flag(flag):
     proc = subprocess.run(
         [sys.executable, "-m", "experiments.your_data", flag],
