@@ -209,7 +209,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         default recipe tunes 5 epochs of Fashion-MNIST; not the paper's, see :mod:`dcgmm_tf.pair_tuning`); "auto":
         about 1,200 steps (:func:`fit_schedule`), none when some answers are weighed as possibly wrong
         (:func:`tuning_for`); 0 (the default): none, the paper's. On digits and blobs a fit at the true K moved by
-        -19 to +22 points of ACC with it, no better on average (docs/your-data.md).
+        -12 to +22 points of ACC with it, no better on average (docs/your-data.md).
       choice_tuning_epochs: With ``n_clusters="auto"``: epochs of tuning each fold's copy of the pretrained
         autoencoder with that fold's training answers alone before K is scored on its embedding; "auto" (the
         default): as ``pair_tuning_epochs="auto"`` (none with answers that may be wrong); 0: the choice on the
