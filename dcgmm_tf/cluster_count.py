@@ -19,7 +19,7 @@ classes. docs/your-data.md gives the measured choices.
 
 The embedding is the autoencoder's, before any pair has shaped it, and on digits it merged two digits (K = 9 for 10,
 12 points of ACC lost). With ``fold_embedding`` each fold brings its own, e.g. the autoencoder tuned with that
-fold's training pairs (the estimator's ``pair_tuning_epochs``), which separated them (K = 10). With both link types
+fold's training pairs (the estimator's ``choice_tuning_epochs``), which separated them (K = 10). With both link types
 and ``probe_epochs`` (an option, off by default), ``n_clusters="auto"`` then trains short probes at the chosen K and
 its two neighbours on three quarters of the answers and scores each by the held-out quarter's log-likelihood
 (:func:`probe_num_clusters`): trained with pairs, the model may split what the embedding merged, and held-out

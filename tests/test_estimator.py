@@ -348,12 +348,12 @@ def test_n_clusters_auto_chooses_on_folds_tuned_with_their_answers(monkeypatch):
     x, y = toy_data(120)
     constraints = ConstraintSet.from_labels(y, 60, seed=0)
     tuned = []
+    tune_with_pairs = estimator.tune_with_pairs
 
     def counting(model, x, pairs, epochs, *args):
         tuned.append((len(pairs), epochs))
         return tune_with_pairs(model, x, pairs, epochs, *args)
 
-    tune_with_pairs = estimator.tune_with_pairs
     monkeypatch.setattr(estimator, "tune_with_pairs", counting)
     assert DCGMMClustering().choice_tuning_epochs == "auto" and DCGMMClustering().pair_tuning_epochs == 0
     auto = DCGMMClustering("auto", cluster_range=(2, 3), **{**TINY, "choice_tuning_epochs": 1}).fit(
