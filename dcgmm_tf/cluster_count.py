@@ -3,8 +3,11 @@
 With pairs, K is chosen by cross-validation over the pairs (``folds`` folds, each link type spread alike). For each
 fold the embeddings are mapped by the link metric of the other pairs (:func:`dcgmm_tf.cluster_init.link_metric`) and
 a diagonal GMM with K components is fitted for each candidate K (of ``n_init`` starts the one that best explains the
-fold's training pairs, :func:`pair_guided_gmm`); each held-out link is scored by its log-likelihood under the GMM's
-cluster probabilities (kept with probability sum_k p(k|x_i) p(k|x_j), up to the flip rate its confidence implies).
+fold's training pairs, :func:`pair_guided_gmm`), its weights held at 1/K by default, the prior DC-GMM trains with
+(Sec. 2.4; :class:`EqualWeightGaussianMixture`; EM's fitted weights chose K - 1 or K + 1 on two of three
+Fashion-MNIST seeds and on two of three digits seeds, docs/your-data.md); each held-out link is scored by its
+log-likelihood under the GMM's cluster probabilities (kept with probability sum_k p(k|x_i) p(k|x_j), up to the
+flip rate its confidence implies).
 Too few clusters break held-out cannot-links, too many break held-out must-links, so with both link types the
 smallest K whose mean score is within one standard error of the best is chosen (the one-standard-error rule; the
 best score itself chose 11-15 for 10 classes, docs/your-data.md). Every candidate is scored on the same held-out
@@ -51,6 +54,7 @@ if TYPE_CHECKING:
     from dcgmm_tf.model import DCGMM
 
 DEFAULT_CANDIDATES = tuple(range(2, 31))
+MIXTURE_WEIGHTS = ("equal", "fitted")  # the candidate GMMs' weights: 1/K (the default) or EM's
 TOLERANCE = 0.05  # share of the candidates' score range counted as a tie with the best (at least one error)
 PROBE_HELD_OUT = 0.25  # share of each link type the probes are scored on
 MIN_PROBE_PAIRS = 10  # probes need at least this many held-out pairs of each link type
@@ -93,6 +97,23 @@ def check_candidates(candidates: Sequence[int], num_samples: int) -> tuple[int, 
     return values
 
 
+class EqualWeightGaussianMixture(GaussianMixture):
+    """scikit-learn's ``GaussianMixture`` with its weights held at 1/K: EM updates the means and covariances only.
+
+    DC-GMM's prior keeps pi_k = 1/K (Sec. 2.4), so a candidate K is scored by the mixture of that kind. It hooks into
+    the estimator's EM steps (``_initialize``, ``_m_step``); ``tests/test_cluster_count.py`` checks that the weights
+    stay equal and that EM still fits the components.
+    """
+
+    def _initialize(self, *args, **kwargs):
+        super()._initialize(*args, **kwargs)
+        self.weights_ = np.full(self.n_components, 1.0 / self.n_components)
+
+    def _m_step(self, *args, **kwargs):
+        super()._m_step(*args, **kwargs)
+        self.weights_ = np.full(self.n_components, 1.0 / self.n_components)
+
+
 def pair_log_likelihood(log_p_i: np.ndarray, log_p_j: np.ndarray, must: np.ndarray, flip: np.ndarray) -> np.ndarray:
     """Log-likelihood of each observed link given both ends' log class probabilities [P, K] and the flip rates.
 
@@ -125,20 +146,30 @@ def log_responsibilities(gmm: GaussianMixture, x: np.ndarray) -> np.ndarray:
 
 
 def pair_guided_gmm(
-    z: np.ndarray, pairs: ConstraintSet, num_components: int, *, seed: int, starts: int, fit_rows: Any = slice(None)
+    z: np.ndarray,
+    pairs: ConstraintSet,
+    num_components: int,
+    *,
+    seed: int,
+    starts: int,
+    fit_rows: Any = slice(None),
+    weights: str = "equal",
 ) -> np.ndarray:
     """Log p(k | z) [N, K] of the diagonal GMM, of ``starts`` fitted to ``z[fit_rows]``, that best explains ``pairs``.
 
     Each start is one EM run (seed ``seed + 1000 s`` for start s); the one kept gives the pairs the highest mean
     log-likelihood (:func:`pair_log_likelihood`). The data's likelihood, which scikit-learn's ``n_init`` keeps,
     often ranks highest a local optimum that splits a class and merges two others; the pairs tell them apart.
+    ``weights``: ``"equal"`` holds the mixture weights at 1/K (:class:`EqualWeightGaussianMixture`), ``"fitted"``
+    lets EM fit them.
     """
+    mixture = EqualWeightGaussianMixture if weights == "equal" else GaussianMixture
     flip = flip_probability(pairs.weight)
     ends, index = np.unique(np.concatenate([pairs.i, pairs.j]), return_inverse=True)  # a start is scored on these
     end_i, end_j = index[: len(pairs)], index[len(pairs) :]
     best, best_gmm = -np.inf, None
     for start in range(starts):
-        gmm = GaussianMixture(num_components, covariance_type="diag", random_state=seed + 1000 * start)
+        gmm = mixture(num_components, covariance_type="diag", random_state=seed + 1000 * start)
         log_p = log_responsibilities(gmm.fit(z[fit_rows]), z[ends])
         score = pair_log_likelihood(log_p[end_i], log_p[end_j], pairs.must_link_mask, flip).mean()
         if score > best:
@@ -171,6 +202,7 @@ def choose_num_clusters(
     n_init: int = 10,
     max_samples: int = 10000,
     fold_embedding: Callable[[ConstraintSet], np.ndarray] | None = None,
+    weights: str = "equal",
 ) -> ClusterCount:
     """Chooses K for embeddings ``z`` [N, D] and their constraints (see the module's docstring).
 
@@ -189,13 +221,17 @@ def choose_num_clusters(
       fold_embedding: The embeddings [N, D] made with a fold's training pairs, called once per fold: e.g. the
         autoencoder tuned with them, as the fit then tunes it with all pairs, so that no held-out pair has shaped
         the embedding it is scored on. None: ``z`` for every fold.
+      weights: The candidate GMMs' weights: ``"equal"`` (1/K, DC-GMM's prior) or ``"fitted"`` (EM's, the choice
+        before 2026-11-30). The BIC without pairs always fits them.
 
     Returns:
       The chosen K with every candidate's score.
 
     Raises:
-      ValueError: On candidates outside [2, N], fewer than 2 folds or non-finite embeddings.
+      ValueError: On candidates outside [2, N], fewer than 2 folds, unknown ``weights`` or non-finite embeddings.
     """
+    if weights not in MIXTURE_WEIGHTS:
+        raise ValueError(f"weights must be one of {MIXTURE_WEIGHTS}, got {weights!r}")
     z = np.asarray(z, np.float64)
     if z.ndim != 2 or not np.isfinite(z).all():
         raise ValueError(f"embeddings must be a finite [N, D] array, got shape {z.shape}")
@@ -219,7 +255,7 @@ def choose_num_clusters(
         mapped = fold_z @ link_metric(fold_z, train)
         i, j = constraints.i[held], constraints.j[held]
         for n, k in enumerate(candidates):
-            log_p = pair_guided_gmm(mapped, train, k, seed=seed + f, starts=n_init, fit_rows=fit_rows)
+            log_p = pair_guided_gmm(mapped, train, k, seed=seed + f, starts=n_init, fit_rows=fit_rows, weights=weights)
             values[n, held] = pair_log_likelihood(log_p[i], log_p[j], constraints.must_link_mask[held], flip[held])
     scores, errors = values.mean(axis=1), values.std(axis=1) / np.sqrt(len(constraints))
     best = int(np.argmax(scores))

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from dcgmm_tf.cluster_count import MIXTURE_WEIGHTS
 from dcgmm_tf.cluster_init import LINK_START_STRATEGIES, START_STRATEGIES
 from dcgmm_tf.constraints import LINK_TYPES
 from dcgmm_tf.distribute import DISTRIBUTION_STRATEGIES
@@ -41,6 +42,7 @@ def setting(
     kind: type | None = None,
     legacy: Any = _ALWAYS,
     key_values: dict | None = None,
+    applies: Callable[[Any], bool] | None = None,
 ) -> Any:
     """A config field: its default, help text and allowed values (``choices``, closed bounds ``lower``/``upper``,
     or a ``rule`` (predicate, "what it must be")); ``kind`` is the value type when the default is None.
@@ -48,7 +50,9 @@ def setting(
     ``legacy`` is, for a field added after results were first written, the value that gives the behaviour from
     before it existed: the field is left out of ``RunConfig.key()`` while it has that value, so older rows keep
     their key. ``key_values`` maps values to what ``key()`` hashes instead, for a field whose values were
-    renumbered (so a meaning keeps its key)."""
+    renumbered (so a meaning keeps its key). ``applies`` says, of a whole config, whether the field acts on the run:
+    ``RunConfig.key()`` leaves the field out where it does not (so a new field of one kind of run, or its default,
+    keeps every other run's key)."""
     # pylint: disable=redefined-builtin
     return dataclasses.field(
         default=default,
@@ -61,6 +65,7 @@ def setting(
             "kind": kind,
             "legacy": legacy,
             "key_values": key_values or {},
+            "applies": applies,
         },
     )
 
@@ -261,6 +266,14 @@ class RunConfig:
         rule=(lambda v: v in (-1, 0) or v >= 2, "-1 (the number of classes), 0 (chosen) or at least 2"),
         key_values={-1: 0, 0: "choose"},  # 0 meant "the number of classes" in the rows written before 0 chose
     )
+    choice_weights: str = setting(
+        "equal",
+        "With num_clusters=0: the weights of the GMMs the choice of K scores, 'equal' (1/K, the prior DC-GMM trains "
+        "with) or 'fitted' (EM's; the choice before 2026-11-30). See dcgmm_tf.cluster_count.choose_num_clusters.",
+        choices=MIXTURE_WEIGHTS,
+        legacy="fitted",
+        applies=lambda config: config.num_clusters == 0,
+    )
     probe_epochs: int = setting(
         0,
         "With num_clusters=0 and pairs of both link types: train probes at the K chosen on the embedding and its "
@@ -337,12 +350,16 @@ class RunConfig:
 
     def key(self) -> str:
         """The configuration's identity: a hash of every field but the seed (and of the fields added later, while
-        they keep their ``legacy`` value), each written as on the command line (a list as its comma-separated
-        items), so rows written before this class or those fields existed keep their key."""
+        they keep their ``legacy`` value, and of those that do not apply to this run), each written as on the
+        command line (a list as its comma-separated items), so rows written before this class or those fields
+        existed keep their key."""
         legacy = {f.name: f.metadata["legacy"] for f in dataclasses.fields(self)}
         renamed = {f.name: f.metadata["key_values"] for f in dataclasses.fields(self)}
+        applies = {f.name: f.metadata["applies"] or (lambda config: True) for f in dataclasses.fields(self)}
         fields = {
-            k: renamed[k].get(v, v) for k, v in dataclasses.asdict(self).items() if k != "seed" and v != legacy[k]
+            k: renamed[k].get(v, v)
+            for k, v in dataclasses.asdict(self).items()
+            if k != "seed" and v != legacy[k] and applies[k](self)
         }
         return settings_hash({k: [str(x) for x in v] if isinstance(v, tuple) else v for k, v in fields.items()})
 

@@ -55,6 +55,9 @@ class EstimatorSchedule:
       restart_every: Epochs between restarts of the mixture (a tenth of the run).
       lr_decay_epochs: Epochs between decays of the learning rate by 0.9 (a fifth of the run).
       pair_tuning_epochs: Epochs of tuning the autoencoder with the pairs before the start (0: none).
+      choice_weights: With ``n_clusters="auto"``: the weights of the GMMs that score each candidate K, "equal"
+        (the default: 1/K, the prior the model trains with) or "fitted" (EM's, the choice before 2026-11-30; it
+        chose K - 1 or K + 1 on two of three Fashion-MNIST seeds, docs/your-data.md).
       choice_tuning_epochs: With ``n_clusters="auto"``: epochs of tuning each fold's embedding with that fold's
         answers before K is chosen on it (0: the choice on the pretrained embedding).
     """
@@ -210,6 +213,9 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         about 1,200 steps (:func:`fit_schedule`), none when some answers are weighed as possibly wrong
         (:func:`tuning_for`); 0 (the default): none, the paper's. On digits and blobs a fit at the true K moved by
         -12 to +22 points of ACC with it, no better on average (docs/your-data.md).
+      choice_weights: With ``n_clusters="auto"``: the weights of the GMMs that score each candidate K, "equal"
+        (the default: 1/K, the prior the model trains with) or "fitted" (EM's, the choice before 2026-11-30; it
+        chose K - 1 or K + 1 on two of three Fashion-MNIST seeds, docs/your-data.md).
       choice_tuning_epochs: With ``n_clusters="auto"``: epochs of tuning each fold's copy of the pretrained
         autoencoder with that fold's training answers alone before K is scored on its embedding; "auto" (the
         default): as ``pair_tuning_epochs="auto"`` (none with answers that may be wrong); 0: the choice on the
@@ -264,6 +270,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         spread_weight: float = 0.5,
         pair_tuning_epochs: int | str = 0,
         choice_tuning_epochs: int | str = "auto",
+        choice_weights: str = "equal",
         pair_tuning_weight: float = 100.0,
         batch_size: int | str = "auto",
         learning_rate: float = 1e-3,
@@ -286,6 +293,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.spread_weight = spread_weight
         self.pair_tuning_epochs = pair_tuning_epochs
         self.choice_tuning_epochs = choice_tuning_epochs
+        self.choice_weights = choice_weights
         self.pair_tuning_weight = pair_tuning_weight
         self.batch_size = batch_size
         self.learning_rate = learning_rate
@@ -323,6 +331,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             if not (pair and all(isinstance(b, numbers.Integral) for b in bounds) and bounds[0] <= bounds[1]):
                 raise ValueError(f"cluster_range must be (smallest K, largest K), got {bounds!r}")
             candidates = check_candidates([*range(bounds[0], bounds[1]), bounds[1]], len(X))
+            check_field("choice_weights", self.choice_weights, _RUNNER_DEFAULTS["choice_weights"].metadata)
         if self.cluster_init not in START_STRATEGIES:
             raise ValueError(f"cluster_init must be one of {list(START_STRATEGIES)}, got {self.cluster_init!r}.")
         seed = self.random_state
@@ -375,7 +384,12 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                     return model.embed(x)
 
             self.cluster_count_ = choose_num_clusters(
-                pretrained.embed(x), answers, candidates, seed=seed, fold_embedding=tuned_embedding
+                pretrained.embed(x),
+                answers,
+                candidates,
+                seed=seed,
+                fold_embedding=tuned_embedding,
+                weights=self.choice_weights,
             )
             if self.probe_epochs != 0:
                 self.cluster_count_ = probe_num_clusters(

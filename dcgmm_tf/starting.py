@@ -142,7 +142,9 @@ def with_chosen_clusters(
         cache_dir=cache_folder(runtime),
         verbose=runtime.verbose,
     )
-    count = choose_num_clusters(model.embed(x_train), run.answers, seed=config.seed)  # not their spread copies
+    count = choose_num_clusters(  # from the answers, not their spread copies
+        model.embed(x_train), run.answers, seed=config.seed, weights=config.choice_weights
+    )
     logging.info("K chosen from the pairs on the pretrained embedding: %d (%s)", count.num_clusters, count.criterion)
 
     def train_probe(num_clusters: int, pairs: ConstraintSet) -> DCGMM:

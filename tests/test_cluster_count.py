@@ -10,6 +10,7 @@ from sklearn.mixture import GaussianMixture
 from dcgmm_tf import ConstraintSet
 from dcgmm_tf.cluster_count import (
     ClusterCount,
+    EqualWeightGaussianMixture,
     choose_by_probes,
     choose_num_clusters,
     held_out_mask,
@@ -58,13 +59,14 @@ def test_each_fold_can_bring_its_own_embedding_made_without_its_held_out_pairs()
         choose_num_clusters(z, pairs, candidates=range(2, 4), fold_embedding=lambda train: z[:, :2])
 
 
-def test_the_gmm_start_kept_is_the_one_that_best_explains_the_pairs():
+@pytest.mark.parametrize("weights, mixture", [("equal", EqualWeightGaussianMixture), ("fitted", GaussianMixture)])
+def test_the_gmm_start_kept_is_the_one_that_best_explains_the_pairs(weights, mixture):
     z, y = _blobs(k=6, seed=3)
     pairs = ConstraintSet.from_labels(y, 300, seed=0)
-    log_p = pair_guided_gmm(z, pairs, 4, seed=5, starts=6)
+    log_p = pair_guided_gmm(z, pairs, 4, seed=5, starts=6, weights=weights)
     scores = []
     for start in range(6):  # each start on its own, with the seed pair_guided_gmm gives it
-        gmm = GaussianMixture(4, covariance_type="diag", random_state=5 + 1000 * start).fit(z)
+        gmm = mixture(4, covariance_type="diag", random_state=5 + 1000 * start).fit(z)
         start_log_p = log_responsibilities(gmm, z)
         flip = flip_probability(pairs.weight)
         pair_scores = pair_log_likelihood(start_log_p[pairs.i], start_log_p[pairs.j], pairs.must_link_mask, flip)
@@ -73,6 +75,27 @@ def test_the_gmm_start_kept_is_the_one_that_best_explains_the_pairs():
             best = start_log_p
     np.testing.assert_allclose(log_p, best)
     assert len(set(np.round(scores, 6))) > 1  # the starts differ, so the choice among them is tested
+
+
+def test_the_equal_weight_mixture_keeps_its_weights_and_fits_the_components():
+    """EM with the weights held at 1/K (DC-GMM's prior) still finds two blobs of sizes 900 and 100, their means and
+    variances; EM's own weights would be 0.9 and 0.1."""
+    rng = np.random.default_rng(0)
+    z = np.concatenate([rng.normal(0, 1, (900, 2)), rng.normal([10, 0], [1, 2], (100, 2))])
+    gmm = EqualWeightGaussianMixture(2, covariance_type="diag", random_state=0).fit(z)
+    np.testing.assert_array_equal(gmm.weights_, [0.5, 0.5])
+    order = np.argsort(gmm.means_[:, 0])
+    np.testing.assert_allclose(gmm.means_[order], [[0, 0], [10, 0]], atol=0.3)
+    np.testing.assert_allclose(gmm.covariances_[order], [[1, 1], [1, 4]], rtol=0.35)
+    np.testing.assert_allclose(np.exp(log_responsibilities(gmm, z)), gmm.predict_proba(z), atol=1e-12)
+    fitted = GaussianMixture(2, covariance_type="diag", random_state=0).fit(z)
+    np.testing.assert_allclose(np.sort(fitted.weights_), [0.1, 0.9], atol=0.01)
+
+
+def test_unknown_mixture_weights_are_refused():
+    z, y = _blobs(n=300)
+    with pytest.raises(ValueError, match="weights must be one of"):
+        choose_num_clusters(z, ConstraintSet.from_labels(y, 50, seed=0), candidates=range(2, 4), weights="free")
 
 
 def test_without_pairs_the_bic_chooses():

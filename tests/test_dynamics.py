@@ -24,6 +24,14 @@ def test_old_keys_survive_the_new_options():
     assert RunConfig(pair_loss="likelihood").key() != RunConfig(pair_loss="paper").key()
 
 
+def test_a_field_stays_out_of_the_key_of_runs_it_does_not_act_on():
+    """The choice of K's mixture weights act on runs that choose K (num_clusters=0) only: the other runs keep their
+    key whatever the field's value, and the runs that chose K before the field existed keep theirs at 'fitted'."""
+    assert RunConfig(choice_weights="fitted").key() == RunConfig().key() == "001c555b7e0f"
+    assert RunConfig(num_clusters=0, choice_weights="fitted").key() == "b86d49974f62"  # the rows of 2026-11-30
+    assert RunConfig(num_clusters=0).key() not in ("b86d49974f62", "001c555b7e0f")
+
+
 def _tiny_run(tmp_path, out, **changes):
     """A tiny run's configs, with ``changes`` to the run's (in this process: the command line's flags are
     tests/test_config.py's)."""
