@@ -114,6 +114,17 @@ class EqualWeightGaussianMixture(GaussianMixture):
         self.weights_ = np.full(self.n_components, 1.0 / self.n_components)
 
 
+def mixture_class(weights: str) -> type[GaussianMixture]:
+    """The GMM class of ``weights``: ``"equal"`` (:class:`EqualWeightGaussianMixture`) or ``"fitted"`` (EM's).
+
+    Raises:
+      ValueError: For any other value.
+    """
+    if weights not in MIXTURE_WEIGHTS:
+        raise ValueError(f"weights must be one of {MIXTURE_WEIGHTS}, got {weights!r}")
+    return EqualWeightGaussianMixture if weights == "equal" else GaussianMixture
+
+
 def pair_log_likelihood(log_p_i: np.ndarray, log_p_j: np.ndarray, must: np.ndarray, flip: np.ndarray) -> np.ndarray:
     """Log-likelihood of each observed link given both ends' log class probabilities [P, K] and the flip rates.
 
@@ -163,7 +174,7 @@ def pair_guided_gmm(
     ``weights``: ``"equal"`` holds the mixture weights at 1/K (:class:`EqualWeightGaussianMixture`), ``"fitted"``
     lets EM fit them.
     """
-    mixture = EqualWeightGaussianMixture if weights == "equal" else GaussianMixture
+    mixture = mixture_class(weights)
     flip = flip_probability(pairs.weight)
     ends, index = np.unique(np.concatenate([pairs.i, pairs.j]), return_inverse=True)  # a start is scored on these
     end_i, end_j = index[: len(pairs)], index[len(pairs) :]
@@ -230,8 +241,7 @@ def choose_num_clusters(
     Raises:
       ValueError: On candidates outside [2, N], fewer than 2 folds, unknown ``weights`` or non-finite embeddings.
     """
-    if weights not in MIXTURE_WEIGHTS:
-        raise ValueError(f"weights must be one of {MIXTURE_WEIGHTS}, got {weights!r}")
+    mixture_class(weights)  # an unknown value is refused before any fold's work
     z = np.asarray(z, np.float64)
     if z.ndim != 2 or not np.isfinite(z).all():
         raise ValueError(f"embeddings must be a finite [N, D] array, got shape {z.shape}")

@@ -55,9 +55,6 @@ class EstimatorSchedule:
       restart_every: Epochs between restarts of the mixture (a tenth of the run).
       lr_decay_epochs: Epochs between decays of the learning rate by 0.9 (a fifth of the run).
       pair_tuning_epochs: Epochs of tuning the autoencoder with the pairs before the start (0: none).
-      choice_weights: With ``n_clusters="auto"``: the weights of the GMMs that score each candidate K, "equal"
-        (the default: 1/K, the prior the model trains with) or "fitted" (EM's, the choice before 2026-11-30; it
-        chose K - 1 or K + 1 on two of three Fashion-MNIST seeds, docs/your-data.md).
       choice_tuning_epochs: With ``n_clusters="auto"``: epochs of tuning each fold's embedding with that fold's
         answers before K is chosen on it (0: the choice on the pretrained embedding).
     """

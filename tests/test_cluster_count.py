@@ -96,6 +96,8 @@ def test_unknown_mixture_weights_are_refused():
     z, y = _blobs(n=300)
     with pytest.raises(ValueError, match="weights must be one of"):
         choose_num_clusters(z, ConstraintSet.from_labels(y, 50, seed=0), candidates=range(2, 4), weights="free")
+    with pytest.raises(ValueError, match="weights must be one of"):
+        pair_guided_gmm(z, ConstraintSet.from_labels(y, 50, seed=0), 2, seed=0, starts=1, weights="free")
 
 
 def test_without_pairs_the_bic_chooses():
