@@ -17,8 +17,9 @@ K - 1 on two of three Fashion-MNIST seeds.
 Must-links alone cannot tell K from fewer clusters, and cannot-links alone K from more: then the largest (must) or
 smallest (cannot) K whose score ties the best (within one standard error, or ``TOLERANCE`` of the candidates'
 score range if more) is chosen, with a warning, as that choice follows how the GMM splits the embedding. Without
-pairs the BIC of a diagonal GMM on the embeddings decides; it follows the embedding's modes rather than the
-classes. docs/your-data.md gives the measured choices.
+pairs the BIC of a diagonal GMM on the embeddings decides, with a warning: it follows the embedding's modes rather
+than the classes (12 for 6 blobs, 22-30 of the candidates 2-30 for the 10 classes of digits and Fashion-MNIST). A
+choice at the largest candidate is warned about too. docs/your-data.md gives the measured choices.
 
 The embedding is the autoencoder's, before any pair has shaped it, and on digits it merged two digits (K = 9 for 10,
 12 points of ACC lost). With ``fold_embedding`` each fold brings its own, e.g. the autoencoder tuned with that
@@ -219,7 +220,7 @@ def choose_num_clusters(
 
     Args:
       z: The embeddings, e.g. of the pretrained autoencoder.
-      constraints: The pairs (may be empty: the BIC decides).
+      constraints: The pairs (fewer than ``2 * folds``: the BIC decides, with a warning).
       candidates: The values of K to choose from, each in [2, N].
       seed: Seed of the GMMs, the pair split and the latent class model's starts.
       folds: The pairs are split into this many folds; each fold is scored by the GMMs fitted with the others'
@@ -255,7 +256,14 @@ def choose_num_clusters(
         index = rng.permutation(np.flatnonzero(mask))
         fold[index] = np.arange(len(index)) % folds
     if len(constraints) < 2 * folds:
-        return _by_bic(z[fit_rows], candidates, seed)
+        count = _by_bic(z[fit_rows], candidates, seed)
+        warnings.warn(
+            f"fewer than {2 * folds} pairs: K={count.num_clusters} is chosen by the BIC of a GMM on the embedding, "
+            "which follows its modes rather than classes (12 for 6 blobs, 22-30 for the 10 classes of digits and "
+            "Fashion-MNIST, docs/your-data.md); give pairs of both link types, or the number of clusters",
+            stacklevel=2,
+        )
+        return _warned_at_range_end(count)
     flip = flip_probability(constraints.weight)
     values = np.zeros((len(candidates), len(constraints)))  # each pair's held-out log-likelihood per candidate
     for f in range(folds):
@@ -271,7 +279,8 @@ def choose_num_clusters(
     best = int(np.argmax(scores))
     chosen = one_standard_error_choice(values)
     has_must, has_cannot = constraints.must_link_mask.any(), constraints.cannot_link_mask.any()
-    if has_must != has_cannot:  # one link type bounds K from one side only
+    one_type = has_must != has_cannot
+    if one_type:  # one link type bounds K from one side only
         tolerance = max(errors[best], TOLERANCE * (scores[best] - scores.min()))
         near = np.flatnonzero(scores >= scores[best] - tolerance)
         chosen = int(near.max() if has_must else near.min())
@@ -280,7 +289,18 @@ def choose_num_clusters(
             f"(K={candidates[chosen]}) follows the embedding's GMM; give both link types for a reliable choice",
             stacklevel=2,
         )
-    return ClusterCount(candidates[chosen], candidates, tuple(scores.tolist()), tuple(errors.tolist()), "pairs")
+    count = ClusterCount(candidates[chosen], candidates, tuple(scores.tolist()), tuple(errors.tolist()), "pairs")
+    return count if one_type else _warned_at_range_end(count)  # one link type has had its warning
+
+
+def _warned_at_range_end(count: ClusterCount) -> ClusterCount:
+    """``count``, with a warning when it is the largest of several candidates: a better K may lie above them."""
+    if len(count.candidates) > 1 and count.num_clusters == max(count.candidates):
+        warnings.warn(
+            f"K={count.num_clusters} is the largest candidate, so a better K may lie above the range; widen it",
+            stacklevel=3,
+        )
+    return count
 
 
 def _checked_embedding(z: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

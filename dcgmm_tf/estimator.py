@@ -183,8 +183,8 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     Args:
       n_clusters: Number of clusters K (1: the trivial clustering, with the embedding trained), or "auto": chosen
         in ``cluster_range`` from the pairs on the pretrained embedding (:mod:`dcgmm_tf.cluster_count`; without
-        pairs by the BIC of a GMM, which follows the embedding's modes rather than classes), optionally refined
-        among that K and its neighbours by trained probes (``probe_epochs``).
+        pairs by the BIC of a GMM, with a warning: it follows the embedding's modes rather than classes),
+        optionally refined among that K and its neighbours by trained probes (``probe_epochs``).
       cluster_range: The smallest and largest K that ``n_clusters="auto"`` chooses from.
       probe_epochs: With ``n_clusters="auto"`` and pairs of both link types: the K chosen on the embedding and its
         two neighbours are each trained this many epochs on three quarters of the pairs and scored by the

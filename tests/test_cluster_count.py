@@ -2,6 +2,7 @@
 no pairs, bad candidates, and the trained probes' split and choice."""
 
 import dataclasses
+import warnings
 
 import numpy as np
 import pytest
@@ -100,10 +101,23 @@ def test_unknown_mixture_weights_are_refused():
         pair_guided_gmm(z, ConstraintSet.from_labels(y, 50, seed=0), 2, seed=0, starts=1, weights="free")
 
 
-def test_without_pairs_the_bic_chooses():
+def test_without_pairs_the_bic_chooses_with_a_warning():
     z, _ = _blobs()
-    count = choose_num_clusters(z, ConstraintSet.empty(len(z)), candidates=range(2, 9))
+    with pytest.warns(UserWarning, match="K=5 is chosen by the BIC") as caught:
+        count = choose_num_clusters(z, ConstraintSet.empty(len(z)), candidates=range(2, 9))
     assert count.criterion == "bic" and count.num_clusters == 5
+    assert len(caught) == 1  # 5 is inside the range: no warning about its end
+
+
+def test_a_choice_at_the_largest_candidate_is_warned_about():
+    z, y = _blobs()
+    pairs = ConstraintSet.from_labels(y, 600, seed=0)
+    with pytest.warns(UserWarning, match="K=4 is the largest candidate"):
+        count = choose_num_clusters(z, pairs, candidates=range(2, 5), seed=0)
+    assert count.num_clusters == 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # inside the range: no warning
+        assert choose_num_clusters(z, pairs, candidates=range(2, 11), seed=0).num_clusters == 5
 
 
 @pytest.mark.parametrize("candidates", [[], [1, 2], [2, 5000], [2.5, 3]])
