@@ -106,7 +106,10 @@ def test_without_pairs_the_bic_chooses_with_a_warning():
     with pytest.warns(UserWarning, match="K=5 is chosen by the BIC") as caught:
         count = choose_num_clusters(z, ConstraintSet.empty(len(z)), candidates=range(2, 9))
     assert count.criterion == "bic" and count.num_clusters == 5
-    assert len(caught) == 1  # 5 is inside the range: no warning about its end
+    assert len(caught) == 1
+    with pytest.warns(UserWarning) as caught:  # at the range's end: the BIC's warning only, not "widen it"
+        assert choose_num_clusters(z, ConstraintSet.empty(len(z)), candidates=range(2, 5)).num_clusters == 4
+    assert len(caught) == 1 and "BIC" in str(caught[0].message)
 
 
 def test_a_choice_at_the_largest_candidate_is_warned_about():
