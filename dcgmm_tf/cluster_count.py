@@ -279,8 +279,7 @@ def choose_num_clusters(
     best = int(np.argmax(scores))
     chosen = one_standard_error_choice(values)
     has_must, has_cannot = constraints.must_link_mask.any(), constraints.cannot_link_mask.any()
-    one_type = has_must != has_cannot
-    if one_type:  # one link type bounds K from one side only
+    if has_must != has_cannot:  # one link type bounds K from one side only
         tolerance = max(errors[best], TOLERANCE * (scores[best] - scores.min()))
         near = np.flatnonzero(scores >= scores[best] - tolerance)
         chosen = int(near.max() if has_must else near.min())
@@ -289,18 +288,12 @@ def choose_num_clusters(
             f"(K={candidates[chosen]}) follows the embedding's GMM; give both link types for a reliable choice",
             stacklevel=2,
         )
-    count = ClusterCount(candidates[chosen], candidates, tuple(scores.tolist()), tuple(errors.tolist()), "pairs")
-    return count if one_type else _warned_at_range_end(count)  # one link type has had its warning
-
-
-def _warned_at_range_end(count: ClusterCount) -> ClusterCount:
-    """``count``, with a warning when it is the largest of several candidates: a better K may lie above them."""
-    if len(count.candidates) > 1 and count.num_clusters == max(count.candidates):
+    elif len(candidates) > 1 and chosen == len(candidates) - 1:  # candidates are sorted: the largest
         warnings.warn(
-            f"K={count.num_clusters} is the largest candidate, so a better K may lie above the range; widen it",
-            stacklevel=3,
+            f"K={candidates[chosen]} is the largest candidate, so a better K may lie above the range; widen it",
+            stacklevel=2,
         )
-    return count
+    return ClusterCount(candidates[chosen], candidates, tuple(scores.tolist()), tuple(errors.tolist()), "pairs")
 
 
 def _checked_embedding(z: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
