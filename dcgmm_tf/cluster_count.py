@@ -11,7 +11,7 @@ flip rate its confidence implies).
 Too few clusters break held-out cannot-links, too many break held-out must-links, so with both link types the
 smallest K whose mean score is within one standard error of the best is chosen (the one-standard-error rule; the
 best score itself chose 11-15 for 10 classes, docs/your-data.md). Every candidate is scored on the same held-out
-pairs, so the error is that of the paired differences to the best candidate (:func:`one_standard_error_choice`): the
+pairs, so the error is that of the paired differences to the best candidate (:func:`one_standard_error_band`): the
 unpaired error of the best's mean, the textbook rule, counts the pairs' spread that all candidates share and chose
 K - 1 on two of three Fashion-MNIST seeds.
 Must-links alone cannot tell K from fewer clusters, and cannot-links alone K from more: then the largest (must) or
@@ -74,6 +74,9 @@ class ClusterCount:
       criterion: ``"pairs"`` or ``"bic"``, or ``"probes"`` when trained probes made the choice.
       probed: The K of each trained probe (empty without probes).
       probe_scores: Each probe's mean held-out pair log-likelihood.
+      tied: The candidates (or probes) whose score ties the best's, within one standard error of the paired
+        differences (both link types) or the one-type tolerance: the pairs do not tell them apart, and the choice is
+        the smallest (cannot-links only) or the largest (must-links only) of them. Empty for the BIC.
     """
 
     num_clusters: int
@@ -83,6 +86,7 @@ class ClusterCount:
     criterion: str
     probed: tuple[int, ...] = ()
     probe_scores: tuple[float, ...] = ()
+    tied: tuple[int, ...] = ()
 
 
 def check_candidates(candidates: Sequence[int], num_samples: int) -> tuple[int, ...]:
@@ -189,19 +193,20 @@ def pair_guided_gmm(
     return log_responsibilities(best_gmm, z)
 
 
-def one_standard_error_choice(values: np.ndarray) -> int:
-    """The one-standard-error rule on paired differences.
+def one_standard_error_band(values: np.ndarray) -> np.ndarray:
+    """The candidates that tie the best by the one-standard-error rule on paired differences; the rule chooses the
+    first (the smallest K).
 
     Args:
       values: [candidates, pairs], each held-out pair's score under each candidate, candidates in increasing K.
 
     Returns:
-      The index of the smallest candidate c with mean(d) >= -std(d) / sqrt(pairs) for d = values[c] - values[best],
-      best being the candidate with the highest mean score.
+      The indices, increasing, of the candidates c with mean(d) >= -std(d) / sqrt(pairs) for
+      d = values[c] - values[best], best (always among them) being the candidate with the highest mean score.
     """
     differences = values - values[np.argmax(values.mean(axis=1))]
     errors = differences.std(axis=1) / np.sqrt(values.shape[1])
-    return int(np.flatnonzero(differences.mean(axis=1) >= -errors).min())
+    return np.flatnonzero(differences.mean(axis=1) >= -errors)
 
 
 def choose_num_clusters(
@@ -277,12 +282,13 @@ def choose_num_clusters(
             values[n, held] = pair_log_likelihood(log_p[i], log_p[j], constraints.must_link_mask[held], flip[held])
     scores, errors = values.mean(axis=1), values.std(axis=1) / np.sqrt(len(constraints))
     best = int(np.argmax(scores))
-    chosen = one_standard_error_choice(values)
+    tied = one_standard_error_band(values)
+    chosen = int(tied[0])
     has_must, has_cannot = constraints.must_link_mask.any(), constraints.cannot_link_mask.any()
     if has_must != has_cannot:  # one link type bounds K from one side only
         tolerance = max(errors[best], TOLERANCE * (scores[best] - scores.min()))
-        near = np.flatnonzero(scores >= scores[best] - tolerance)
-        chosen = int(near.max() if has_must else near.min())
+        tied = np.flatnonzero(scores >= scores[best] - tolerance)
+        chosen = int(tied.max() if has_must else tied.min())
         warnings.warn(
             f"only {'must' if has_must else 'cannot'}-links: they bound K from one side only, and the choice "
             f"(K={candidates[chosen]}) follows the embedding's GMM; give both link types for a reliable choice",
@@ -293,7 +299,10 @@ def choose_num_clusters(
             f"K={candidates[chosen]} is the largest candidate, so a better K may lie above the range; widen it",
             stacklevel=2,
         )
-    return ClusterCount(candidates[chosen], candidates, tuple(scores.tolist()), tuple(errors.tolist()), "pairs")
+    tied_k = tuple(candidates[i] for i in tied)
+    return ClusterCount(
+        candidates[chosen], candidates, tuple(scores.tolist()), tuple(errors.tolist()), "pairs", tied=tied_k
+    )
 
 
 def _checked_embedding(z: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -336,12 +345,12 @@ def choose_by_probes(count: ClusterCount, probed: Sequence[int], values: np.ndar
       values: [probes, held-out pairs], each pair's log-likelihood under each probe (:func:`pair_log_likelihood`).
 
     Returns:
-      The choice, with criterion ``"probes"`` and each probe's mean score.
+      The choice, with criterion ``"probes"``, each probe's mean score and the probes that tie the best.
     """
-    chosen = probed[one_standard_error_choice(values)]
+    tied = tuple(int(probed[i]) for i in one_standard_error_band(values))
     means = tuple(values.mean(axis=1).tolist())
     return dataclasses.replace(
-        count, num_clusters=int(chosen), criterion="probes", probed=tuple(probed), probe_scores=means
+        count, num_clusters=tied[0], criterion="probes", probed=tuple(probed), probe_scores=means, tied=tied
     )
 
 

@@ -244,7 +244,9 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
       constraints_: The ``dcgmm_tf.ConstraintSet`` the model was trained with.
       history_: Per-epoch values of each loss term.
       n_clusters_: The number of clusters fitted.
-      cluster_count_: With ``n_clusters="auto"``: the chosen K and every candidate's score.
+      cluster_count_: With ``n_clusters="auto"``: the chosen K, every candidate's score and the K that tie the best
+        (``cluster_count_.tied``: where several do, the pairs do not tell them apart, and fits at each are worth
+        comparing).
       schedule_: The :class:`EstimatorSchedule` used (batch size, epochs, restarts).
       likelihood_: The decoder likelihood used.
       hidden_units_: The widths of the encoder's hidden layers used.

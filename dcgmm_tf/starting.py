@@ -145,7 +145,12 @@ def with_chosen_clusters(
     count = choose_num_clusters(  # from the answers, not their spread copies
         model.embed(x_train), run.answers, seed=config.seed, weights=config.choice_weights
     )
-    logging.info("K chosen from the pairs on the pretrained embedding: %d (%s)", count.num_clusters, count.criterion)
+    logging.info(
+        "K chosen from the pairs on the pretrained embedding: %d (%s; K that tie the best: %s)",
+        count.num_clusters,
+        count.criterion,
+        ", ".join(map(str, count.tied)) or "none, the BIC decided",
+    )
 
     def train_probe(num_clusters: int, pairs: ConstraintSet) -> DCGMM:
         probe = with_autoencoder(functools.partial(build, num_clusters), config.seed, model)
@@ -157,7 +162,12 @@ def with_chosen_clusters(
         spread = functools.partial(training_pairs, config, x_train)
         count = probe_num_clusters(count, run.answers, x_train, train_probe, seed=config.seed, spread=spread)
         scores = ", ".join(f"K={k}: {v:.4f}" for k, v in zip(count.probed, count.probe_scores))
-        logging.info("K chosen by the probes: %d (held-out log-likelihood per pair %s)", count.num_clusters, scores)
+        logging.info(
+            "K chosen by the probes: %d (held-out log-likelihood per pair %s; K that tie the best: %s)",
+            count.num_clusters,
+            scores,
+            ", ".join(map(str, count.tied)),
+        )
     return dataclasses.replace(run, num_clusters=count.num_clusters), model
 
 

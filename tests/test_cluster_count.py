@@ -16,7 +16,7 @@ from dcgmm_tf.cluster_count import (
     choose_num_clusters,
     held_out_mask,
     log_responsibilities,
-    one_standard_error_choice,
+    one_standard_error_band,
     pair_guided_gmm,
     pair_log_likelihood,
     probe_candidates,
@@ -39,6 +39,10 @@ def test_the_pairs_choose_the_number_of_groups(link_type):
     count = choose_num_clusters(z, pairs, candidates=range(2, 11), seed=0)
     assert count.criterion == "pairs" and count.candidates == tuple(range(2, 11))
     assert abs(count.num_clusters - 5) <= 1, count
+    # the choice is the tie's smallest K, or its largest with must-links alone (fewer clusters never break them)
+    assert count.num_clusters == (max if link_type == "must" else min)(count.tied)
+    best = count.candidates[int(np.argmax(count.scores))]
+    assert best in count.tied and set(count.tied) <= set(count.candidates)
 
 
 def test_each_fold_can_bring_its_own_embedding_made_without_its_held_out_pairs():
@@ -105,7 +109,7 @@ def test_without_pairs_the_bic_chooses_with_a_warning():
     z, _ = _blobs()
     with pytest.warns(UserWarning, match="K=5 is chosen by the BIC") as caught:
         count = choose_num_clusters(z, ConstraintSet.empty(len(z)), candidates=range(2, 9))
-    assert count.criterion == "bic" and count.num_clusters == 5
+    assert count.criterion == "bic" and count.num_clusters == 5 and count.tied == ()
     assert len(caught) == 1
     with pytest.warns(UserWarning) as caught:  # at the range's end: the BIC's warning only, not "widen it"
         assert choose_num_clusters(z, ConstraintSet.empty(len(z)), candidates=range(2, 5)).num_clusters == 4
@@ -158,12 +162,12 @@ def test_the_one_standard_error_rule_compares_candidates_pair_by_pair():
     spread; one that is lower on average by less than the differences' error is chosen."""
     spread = np.random.default_rng(0).normal(0, 1, 400)  # what every candidate shares
     steady = np.stack([spread - 0.01, spread])  # K = 2 below K = 3 on every pair
-    assert one_standard_error_choice(steady) == 1
+    assert one_standard_error_band(steady).tolist() == [1]
     mean_of_best, unpaired_error = spread.mean(), spread.std() / np.sqrt(400)
     assert steady[0].mean() >= mean_of_best - unpaired_error  # the unpaired error would have kept K = 2
     noisy = np.stack([spread + np.where(np.arange(400) % 2, 0.49, -0.51), spread])  # differences -0.01 +- 0.5
-    assert one_standard_error_choice(noisy) == 0
-    assert one_standard_error_choice(np.stack([spread, spread - 1, spread - 0.001])) == 0
+    assert one_standard_error_band(noisy).tolist() == [0, 1]  # a tie: the rule takes the first
+    assert one_standard_error_band(np.stack([spread, spread - 1, spread - 0.001])).tolist() == [0]
 
 
 def test_probes_hold_out_a_quarter_of_each_link_type():
@@ -188,5 +192,6 @@ def test_probes_train_the_choice_and_its_neighbours_and_keep_the_smallest_tie():
     values = np.stack([base - 0.5, base + 0.01 * (noise - noise.mean()), base + 0.0005])
     probed = choose_by_probes(dataclasses.replace(count, num_clusters=5), (4, 5, 6), values)
     assert probed.num_clusters == 5 and probed.criterion == "probes" and probed.probed == (4, 5, 6)
+    assert probed.tied == (5, 6)
     assert probed.probe_scores == pytest.approx(values.mean(axis=1).tolist())
     assert probed.scores == count.scores  # the embedding's scores are kept
