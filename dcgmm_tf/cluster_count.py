@@ -76,7 +76,7 @@ class ClusterCount:
       probe_scores: Each probe's mean held-out pair log-likelihood.
       tied: The candidates (or probes) whose score ties the best's, within one standard error of the paired
         differences (both link types) or the one-type tolerance: the pairs do not tell them apart, and the choice is
-        the smallest (cannot-links only) or the largest (must-links only) of them. Empty for the BIC.
+        the smallest of them (the largest with must-links only). Empty for the BIC.
     """
 
     num_clusters: int
