@@ -194,8 +194,8 @@ def num_clusters(
     candidates: Sequence[int] = DEFAULT_CANDIDATES,
     probe_epochs: int | str = 0,
 ) -> list[dict]:
-    """The chosen K per data set (those of ``datasets`` among digits, blobs, fashion), seed and link type (on the
-    pretrained embedding, as ``n_clusters="auto"`` chooses first); with both link types and ``train`` also the
+    """The chosen K and the K that tie it (``tied_k``) per data set (those of ``datasets`` among digits, blobs,
+    fashion), seed and link type (on the pretrained embedding, as ``n_clusters="auto"`` chooses first); with both link types and ``train`` also the
     estimator's ``n_clusters="auto"`` fit with ``probe_epochs`` (its K, after the trained probes if any,
     ``probe_k``, and its ACC) and the ACC at the true K (``params`` as in :func:`small`; its ``pretrain_epochs``
     also makes the embedding). Fashion-MNIST's embedding comes from the runner's pretraining cache in
@@ -219,8 +219,11 @@ def num_clusters(
             for link_type in link_types:
                 constraints = ConstraintSet.from_labels(y, pairs, seed=seed, link_type=link_type)
                 start = time.time()
-                chosen = choose_num_clusters(z, constraints, candidates, seed=seed).num_clusters
-                row = dict(dataset=name, seed=seed, link_type=link_type, pairs=pairs, true_k=k, chosen_k=chosen)
+                count = choose_num_clusters(z, constraints, candidates, seed=seed)
+                row = dict(
+                    dataset=name, seed=seed, link_type=link_type, pairs=pairs, true_k=k, chosen_k=count.num_clusters
+                )
+                row["tied_k"] = " ".join(map(str, count.tied))  # the K that tie the best (the choice among them)
                 row["choice_seconds"] = round(time.time() - start, 1)
                 if x is not None and link_type == "both" and train:
                     settings = {**params, "random_state": seed}

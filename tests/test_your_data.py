@@ -42,6 +42,8 @@ def test_num_clusters_part_chooses_and_trains_at_both_k(tmp_path):
     chosen = pd.DataFrame(rows)
     assert chosen["link_type"].tolist() == ["both", "must"] and (chosen["true_k"] == 6).all()
     assert chosen["chosen_k"].between(5, 7).all()
+    ties = [[int(k) for k in tied.split()] for tied in chosen["tied_k"]]  # the choice is one of the K that tie
+    assert all(k in tied and set(tied) <= {5, 6, 7} for k, tied in zip(chosen["chosen_k"], ties))
     both = chosen.iloc[0]
     assert 0 < both["acc_true_k"] <= 1 and 0 < both["acc_chosen"] <= 1
     assert 5 <= both["probe_k"] <= 7 and both["probe_scores"] == ""  # the "auto" fit, without probes by default
