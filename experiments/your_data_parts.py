@@ -195,11 +195,11 @@ def num_clusters(
     probe_epochs: int | str = 0,
 ) -> list[dict]:
     """The chosen K and the K that tie it (``tied_k``) per data set (those of ``datasets`` among digits, blobs,
-    fashion), seed and link type (on the pretrained embedding, as ``n_clusters="auto"`` chooses first); with both link types and ``train`` also the
-    estimator's ``n_clusters="auto"`` fit with ``probe_epochs`` (its K, after the trained probes if any,
-    ``probe_k``, and its ACC) and the ACC at the true K (``params`` as in :func:`small`; its ``pretrain_epochs``
-    also makes the embedding). Fashion-MNIST's embedding comes from the runner's pretraining cache in
-    ``cache_dir``; K is chosen among ``candidates``."""
+    fashion), seed and link type (on the pretrained embedding, as ``n_clusters="auto"`` chooses first); with both
+    link types and ``train`` also the estimator's ``n_clusters="auto"`` fit with ``probe_epochs`` (its K, after the
+    trained probes if any, ``probe_k``, and its ACC) and the ACC at the true K (``params`` as in :func:`small`; its
+    ``pretrain_epochs`` also makes the embedding). Fashion-MNIST's embedding comes from the runner's pretraining
+    cache in ``cache_dir``; K is chosen among ``candidates``."""
     from dcgmm_tf import ConstraintSet, DCGMMClustering
     from dcgmm_tf.cluster_count import choose_num_clusters
     from dcgmm_tf.metrics import cluster_accuracy
