@@ -150,12 +150,15 @@ def simulate(
     schedule: ActiveSchedule = ActiveSchedule(),
     runtime: RuntimeConfig = RuntimeConfig(),
     report: Callable[[list[dict[str, Any]]], None] = lambda rows: None,
+    keep_answers: Callable[[str, ConstraintSet], None] = lambda strategy, answers: None,
 ) -> list[dict[str, Any]]:
     """The learning curves of ``strategies`` (see :mod:`dcgmm_tf.active`) for the seed ``config.seed``.
 
     Each curve is a list of rows (``strategy, seed, num_pairs, acc, nmi, ari, must_links, epochs, seconds``), the
     first at ``start_pairs`` (the shared start), then one per budget; ``report`` gets each curve as soon as it is
-    complete. Returns all rows. The answers carry the confidence ``config.alpha`` (default 1e4) and are never wrong.
+    complete, and ``keep_answers`` the strategy's name and the pairs answered by its last round (the start's random
+    pairs included, without their spread copies) just before. Returns all rows. The answers carry the confidence
+    ``config.alpha`` (default 1e4) and are never wrong.
     """
     for strategy in strategies:
         if strategy not in active.SELECTION_STRATEGIES:
@@ -171,7 +174,7 @@ def simulate(
         spread=False,  # the budgets count answered pairs; each round spreads what has been answered
     )
     with precision_policy(config.mixed_precision):
-        return _curves(config, run, strategies, schedule, runtime, report, weight, clock)
+        return _curves(config, run, strategies, schedule, runtime, report, keep_answers, weight, clock)
 
 
 def _curves(
@@ -181,6 +184,7 @@ def _curves(
     schedule: ActiveSchedule,
     runtime: RuntimeConfig,
     report: Callable[[list[dict[str, Any]]], None],
+    keep_answers: Callable[[str, ConstraintSet], None],
     weight: float,
     clock: float,
 ) -> list[dict[str, Any]]:
@@ -234,6 +238,7 @@ def _curves(
                 }
             )
             logging.info("seed %d, %s: %d pairs, test ACC %.4f", config.seed, strategy, len(constraints), scores["acc"])
+        keep_answers(strategy, constraints)
         report(curve)
         rows += curve
     return rows

@@ -1,7 +1,9 @@
 r"""Active constraint selection: learning curves, or the next pairs to ask a person about.
 
 Simulated (the training labels answer), one curve per strategy and seed, appended to ``<output_dir>/curves.csv``
-(a curve already there for the same settings is not run again) and drawn in ``<output_dir>/curves.png``::
+(a curve already there for the same settings is not run again) and drawn in ``<output_dir>/curves.png``; the pairs
+each curve had answered at its end go to ``<output_dir>/answers/`` (see :func:`answers_path`), to train on with
+``experiments.run --constraints_file``::
 
     python -m experiments.active --strategies=random,uncertain,explore --runs=3
 
@@ -63,13 +65,21 @@ def schedule_key(schedule: ActiveSchedule) -> str:
     )
 
 
+def answers_path(output_dir: Path, strategy: str, seed: int, settings: dict[str, str]) -> Path:
+    """The CSV (``i,j,weight``) of the pairs a curve had answered at its end: one per strategy, seed, configuration
+    key and schedule key (``settings``), so that curves of other settings do not overwrite it."""
+    return output_dir / "answers" / f"{strategy}-seed{seed}-{settings['config']}-{settings['schedule']}.csv"
+
+
 def curves(
     config: RunConfig, runtime: RuntimeConfig, schedule: ActiveSchedule, strategies: Sequence[str], runs: int = 1
 ):
     """The curves of ``strategies`` for seeds ``config.seed`` .. + ``runs`` - 1 into ``<output_dir>/curves.csv``
-    (finished curves of the same settings are skipped) and ``curves.png``; returns every curve of these settings."""
+    (finished curves of the same settings are skipped), ``curves.png`` and the answered pairs of each curve
+    (:func:`answers_path`); returns every curve of these settings."""
     from dcgmm_tf.active_loop import simulate
     from dcgmm_tf.data import load_dataset
+    from dcgmm_tf.storage import write_atomically
     from experiments import plots, results
 
     output_dir = Path(runtime.output_dir)
@@ -94,7 +104,10 @@ def curves(
             for row in curve:
                 results.append_row(csv_path, {**row, **settings})
 
-        simulate(seed_config, data, todo, schedule, runtime, report)
+        def keep_answers(strategy: str, answers, seed: int = seed_config.seed) -> None:
+            write_atomically(answers_path(output_dir, strategy, seed, settings), answers.to_csv)
+
+        simulate(seed_config, data, todo, schedule, runtime, report, keep_answers)
     rows = results.read_rows(csv_path)
     if rows.empty:
         return rows

@@ -67,6 +67,15 @@ def test_runner_writes_curves_once_and_suggests_pairs_to_answer(toy, tmp_path):
     written = pd.read_csv(curves_csv)
     assert list(written.columns[:6]) == list(active_runner.CURVE_COLUMNS) and len(written) == 4
     assert rows["seed"].unique().tolist() == [0] and sorted(rows["strategy"].unique()) == ["explore", "random"]
+    y = load_dataset(config.dataset).y_train
+    settings = {"config": config.key(), "schedule": active_runner.schedule_key(schedule)}
+    start = ConstraintSet.from_labels(y, 20, seed=0)
+    for strategy in ("random", "explore"):  # each curve's answers at its end, the start's pairs among them
+        answers = ConstraintSet.from_csv(active_runner.answers_path(tmp_path / "out", strategy, 0, settings), len(y))
+        assert len(answers) == 40 and set(zip(start.i, start.j)) <= set(zip(answers.i, answers.j))
+        assert np.array_equal(np.sign(answers.weight), np.where(y[answers.i] == y[answers.j], 1, -1))
+        must_links = written.loc[(written["strategy"] == strategy) & (written["num_pairs"] == 40), "must_links"]
+        assert must_links.tolist() == [int(answers.must_link_mask.sum())]
     active_runner.curves(config, runtime, schedule, ["random", "explore"], runs=1)  # all done: nothing is rerun
     assert len(pd.read_csv(curves_csv)) == 4
 
@@ -77,7 +86,6 @@ def test_runner_writes_curves_once_and_suggests_pairs_to_answer(toy, tmp_path):
     assert list(asked.columns) == ["i", "j", "weight"] and asked["weight"].isna().all() and len(asked) == 25
     with pytest.raises(ValueError, match="missing value for 'weight'"):  # unanswered pairs are refused
         ConstraintSet.from_csv(output, 400)
-    y = load_dataset(config.dataset).y_train
     asked["weight"] = np.where(y[asked["i"]] == y[asked["j"]], 1, -1)
     asked.to_csv(output, index=False)
     read = prepared.make_constraints(dataclasses.replace(config, constraints_file=str(output), alpha=9000.0), y)
