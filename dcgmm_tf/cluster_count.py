@@ -39,6 +39,7 @@ sizes 1:3, 2 with must-links only).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from dcgmm_tf.model import DCGMM
 
 DEFAULT_CANDIDATES = tuple(range(2, 31))
+SPLIT_SEED_STEP = 7919  # split s of the pairs into folds (and its GMMs) uses seed + s * SPLIT_SEED_STEP
 MIXTURE_WEIGHTS = ("equal", "fitted")  # the candidate GMMs' weights: 1/K (the default) or EM's
 TOLERANCE = 0.05  # share of the candidates' score range counted as a tie with the best (at least one error)
 PROBE_HELD_OUT = 0.25  # share of each link type the probes are scored on
@@ -74,6 +76,9 @@ class ClusterCount:
       criterion: ``"pairs"`` or ``"bic"``, or ``"probes"`` when trained probes made the choice.
       probed: The K of each trained probe (empty without probes).
       probe_scores: Each probe's mean held-out pair log-likelihood.
+      rescored: The candidates scored again on more splits of the pairs into folds (``splits`` of
+        :func:`choose_num_clusters`; empty with one split).
+      rescored_scores: Their mean held-out pair log-likelihood over all splits.
       tied: The candidates (or probes) whose score ties the best's, within one standard error of the paired
         differences (both link types) or the one-type tolerance: the pairs do not tell them apart, and the choice is
         the smallest of them (the largest with must-links only). Empty for the BIC.
@@ -87,6 +92,8 @@ class ClusterCount:
     probed: tuple[int, ...] = ()
     probe_scores: tuple[float, ...] = ()
     tied: tuple[int, ...] = ()
+    rescored: tuple[int, ...] = ()
+    rescored_scores: tuple[float, ...] = ()
 
 
 def check_candidates(candidates: Sequence[int], num_samples: int) -> tuple[int, ...]:
@@ -220,6 +227,7 @@ def choose_num_clusters(
     max_samples: int = 10000,
     fold_embedding: Callable[[ConstraintSet], np.ndarray] | None = None,
     weights: str = "equal",
+    splits: int = 1,
 ) -> ClusterCount:
     """Chooses K for embeddings ``z`` [N, D] and their constraints (see the module's docstring).
 
@@ -240,12 +248,18 @@ def choose_num_clusters(
         the embedding it is scored on. None: ``z`` for every fold.
       weights: The candidate GMMs' weights: ``"equal"`` (1/K, DC-GMM's prior) or ``"fitted"`` (EM's, the choice
         before 2026-11-30). The BIC without pairs always fits them.
+      splits: Random splits of the pairs into folds (repeated cross-validation). With more than one and both link
+        types, the candidates that tie the best on the first split, and their two neighbours, are scored again on
+        ``splits - 1`` more splits (each with its own GMM seeds and fit rows), and the one-standard-error rule
+        chooses among them on each pair's score averaged over the splits: which pairs a split holds out decides
+        between neighbouring K on Fashion-MNIST (docs/your-data.md).
 
     Returns:
       The chosen K with every candidate's score.
 
     Raises:
-      ValueError: On candidates outside [2, N], fewer than 2 folds, unknown ``weights`` or non-finite embeddings.
+      ValueError: On candidates outside [2, N], fewer than 2 folds or splits, unknown ``weights`` or non-finite
+        embeddings.
     """
     mixture_class(weights)  # an unknown value is refused before any fold's work
     z = np.asarray(z, np.float64)
@@ -254,13 +268,11 @@ def choose_num_clusters(
     candidates = check_candidates(candidates, len(z))
     if folds < 2:
         raise ValueError(f"folds must be at least 2, got {folds}")
-    rng = np.random.default_rng(seed)
-    fit_rows = np.sort(rng.choice(len(z), max_samples, replace=False)) if len(z) > max_samples else slice(None)
-    fold = np.zeros(len(constraints), np.int64)
-    for mask in (constraints.must_link_mask, constraints.cannot_link_mask):  # each link type spread alike
-        index = rng.permutation(np.flatnonzero(mask))
-        fold[index] = np.arange(len(index)) % folds
+    if splits < 1:
+        raise ValueError(f"splits must be at least 1, got {splits}")
     if len(constraints) < 2 * folds:
+        rng = np.random.default_rng(seed)
+        fit_rows = np.sort(rng.choice(len(z), max_samples, replace=False)) if len(z) > max_samples else slice(None)
         count = _by_bic(z[fit_rows], candidates, seed)
         warnings.warn(
             f"fewer than {2 * folds} pairs: K={count.num_clusters} is chosen by the BIC of a GMM on the embedding, "
@@ -269,17 +281,17 @@ def choose_num_clusters(
             stacklevel=2,
         )
         return count  # not told to widen the range: the BIC's K is too large already
-    flip = flip_probability(constraints.weight)
-    values = np.zeros((len(candidates), len(constraints)))  # each pair's held-out log-likelihood per candidate
-    for f in range(folds):
-        held = fold == f
-        train = constraints.subset(~held)
-        fold_z = z if fold_embedding is None else _checked_embedding(fold_embedding(train), z.shape)
-        mapped = fold_z @ link_metric(fold_z, train)
-        i, j = constraints.i[held], constraints.j[held]
-        for n, k in enumerate(candidates):
-            log_p = pair_guided_gmm(mapped, train, k, seed=seed + f, starts=n_init, fit_rows=fit_rows, weights=weights)
-            values[n, held] = pair_log_likelihood(log_p[i], log_p[j], constraints.must_link_mask[held], flip[held])
+    score = functools.partial(
+        held_out_values,
+        z,
+        constraints,
+        folds=folds,
+        n_init=n_init,
+        max_samples=max_samples,
+        fold_embedding=fold_embedding,
+        weights=weights,
+    )
+    values = score(candidates, seed=seed)
     scores, errors = values.mean(axis=1), values.std(axis=1) / np.sqrt(len(constraints))
     best = int(np.argmax(scores))
     tied = one_standard_error_band(values)
@@ -300,9 +312,59 @@ def choose_num_clusters(
             stacklevel=2,
         )
     tied_k = tuple(candidates[i] for i in tied)
-    return ClusterCount(
+    count = ClusterCount(
         candidates[chosen], candidates, tuple(scores.tolist()), tuple(errors.tolist()), "pairs", tied=tied_k
     )
+    if splits == 1 or has_must != has_cannot:
+        return count
+    window = np.arange(max(tied[0] - 1, 0), min(tied[-1] + 2, len(candidates)))  # the tie and its neighbours
+    rescored = tuple(candidates[i] for i in window)
+    total = values[window]
+    for s in range(1, splits):
+        total = total + score(rescored, seed=seed + s * SPLIT_SEED_STEP)
+    mean = total / splits
+    tied_k = tuple(rescored[i] for i in one_standard_error_band(mean))
+    return dataclasses.replace(
+        count,
+        num_clusters=tied_k[0],
+        tied=tied_k,
+        rescored=rescored,
+        rescored_scores=tuple(mean.mean(axis=1).tolist()),
+    )
+
+
+def held_out_values(
+    z: np.ndarray,
+    constraints: ConstraintSet,
+    candidates: Sequence[int],
+    *,
+    seed: int,
+    folds: int,
+    n_init: int,
+    max_samples: int,
+    fold_embedding: Callable[[ConstraintSet], np.ndarray] | None,
+    weights: str,
+) -> np.ndarray:
+    """Each pair's held-out log-likelihood [candidates, pairs] on one split of the pairs into ``folds`` folds drawn
+    with ``seed`` (the arguments as in :func:`choose_num_clusters`, whose first split this is)."""
+    rng = np.random.default_rng(seed)
+    fit_rows = np.sort(rng.choice(len(z), max_samples, replace=False)) if len(z) > max_samples else slice(None)
+    fold = np.zeros(len(constraints), np.int64)
+    for mask in (constraints.must_link_mask, constraints.cannot_link_mask):  # each link type spread alike
+        index = rng.permutation(np.flatnonzero(mask))
+        fold[index] = np.arange(len(index)) % folds
+    flip = flip_probability(constraints.weight)
+    values = np.zeros((len(candidates), len(constraints)))
+    for f in range(folds):
+        held = fold == f
+        train = constraints.subset(~held)
+        fold_z = z if fold_embedding is None else _checked_embedding(fold_embedding(train), z.shape)
+        mapped = fold_z @ link_metric(fold_z, train)
+        i, j = constraints.i[held], constraints.j[held]
+        for n, k in enumerate(candidates):
+            log_p = pair_guided_gmm(mapped, train, k, seed=seed + f, starts=n_init, fit_rows=fit_rows, weights=weights)
+            values[n, held] = pair_log_likelihood(log_p[i], log_p[j], constraints.must_link_mask[held], flip[held])
+    return values
 
 
 def _checked_embedding(z: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

@@ -10,11 +10,13 @@ from sklearn.mixture import GaussianMixture
 
 from dcgmm_tf import ConstraintSet
 from dcgmm_tf.cluster_count import (
+    SPLIT_SEED_STEP,
     ClusterCount,
     EqualWeightGaussianMixture,
     choose_by_probes,
     choose_num_clusters,
     held_out_mask,
+    held_out_values,
     log_responsibilities,
     one_standard_error_band,
     pair_guided_gmm,
@@ -62,6 +64,33 @@ def test_each_fold_can_bring_its_own_embedding_made_without_its_held_out_pairs()
         assert sum(pair in train for train in seen) == 3
     with pytest.raises(ValueError, match="a fold's embeddings"):
         choose_num_clusters(z, pairs, candidates=range(2, 4), fold_embedding=lambda train: z[:, :2])
+
+
+def test_more_splits_rescore_the_tie_and_its_neighbours_on_each_pairs_mean_score():
+    z, y = _blobs()
+    pairs = ConstraintSet.from_labels(y, 400, seed=0)
+    args = dict(candidates=range(2, 9), seed=3, n_init=2)
+    once = choose_num_clusters(z, pairs, **args)
+    assert once.rescored == () and once.rescored_scores == ()
+    count = choose_num_clusters(z, pairs, splits=3, **args)
+    assert count.scores == once.scores  # the first split is the one-split choice's
+    first, last = once.candidates.index(once.tied[0]), once.candidates.index(once.tied[-1])
+    assert count.rescored == once.candidates[max(first - 1, 0) : last + 2]
+    settings = dict(folds=4, n_init=2, max_samples=10000, fold_embedding=None, weights="equal")
+    values = sum(held_out_values(z, pairs, count.rescored, seed=3 + s * SPLIT_SEED_STEP, **settings) for s in range(3))
+    np.testing.assert_allclose(count.rescored_scores, values.mean(axis=1) / 3)
+    tied = tuple(count.rescored[i] for i in one_standard_error_band(values / 3))
+    assert count.tied == tied and count.num_clusters == tied[0] and abs(count.num_clusters - 5) <= 1
+
+
+def test_splits_are_checked_and_one_link_type_is_not_rescored():
+    z, y = _blobs()
+    with pytest.raises(ValueError, match="splits must be at least 1"):
+        choose_num_clusters(z, ConstraintSet.from_labels(y, 100, seed=0), splits=0)
+    must = ConstraintSet.from_labels(y, 300, seed=0, link_type="must")
+    with pytest.warns(UserWarning, match="only must-links"):
+        count = choose_num_clusters(z, must, candidates=range(2, 8), seed=0, n_init=2, splits=3)
+    assert count.rescored == ()
 
 
 @pytest.mark.parametrize("weights, mixture", [("equal", EqualWeightGaussianMixture), ("fitted", GaussianMixture)])
