@@ -274,6 +274,15 @@ class RunConfig:
         legacy="fitted",
         applies=lambda config: config.num_clusters == 0,
     )
+    choice_splits: int = setting(
+        5,
+        "With num_clusters=0: random splits of the pairs into folds; the K that tie the best on the first, and "
+        "their neighbours, are scored again on the others and chosen on each pair's mean score (1: one split, the "
+        "choice until 2026-11-30). See dcgmm_tf.cluster_count.choose_num_clusters.",
+        lower=1,
+        legacy=1,
+        applies=lambda config: config.num_clusters == 0,
+    )
     probe_epochs: int = setting(
         0,
         "With num_clusters=0 and pairs of both link types: train probes at the K chosen on the embedding and its "

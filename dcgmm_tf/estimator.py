@@ -213,6 +213,10 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
       choice_weights: With ``n_clusters="auto"``: the weights of the GMMs that score each candidate K, "equal"
         (the default: 1/K, the prior the model trains with) or "fitted" (EM's, the choice before 2026-11-30; it
         chose K - 1 or K + 1 on two of three Fashion-MNIST seeds, docs/your-data.md).
+      choice_splits: With ``n_clusters="auto"``: random splits of the answers into folds; the K that tie the best
+        on the first, and their neighbours, are scored again on the others (each fold's copy tuned again) and
+        chosen on each answer's mean score (the runner's ``--choice_splits``, 5 by default there). 1 (the default
+        here): one split; each more split costs ``choice_tuning_epochs`` on four more copies (docs/your-data.md).
       choice_tuning_epochs: With ``n_clusters="auto"``: epochs of tuning each fold's copy of the pretrained
         autoencoder with that fold's training answers alone before K is scored on its embedding; "auto" (the
         default): as ``pair_tuning_epochs="auto"`` (none with answers that may be wrong); 0: the choice on the
@@ -270,6 +274,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         pair_tuning_epochs: int | str = 0,
         choice_tuning_epochs: int | str = "auto",
         choice_weights: str = "equal",
+        choice_splits: int = 1,
         pair_tuning_weight: float = 100.0,
         batch_size: int | str = "auto",
         learning_rate: float = 1e-3,
@@ -293,6 +298,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.pair_tuning_epochs = pair_tuning_epochs
         self.choice_tuning_epochs = choice_tuning_epochs
         self.choice_weights = choice_weights
+        self.choice_splits = choice_splits
         self.pair_tuning_weight = pair_tuning_weight
         self.batch_size = batch_size
         self.learning_rate = learning_rate
@@ -330,7 +336,10 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             if not (pair and all(isinstance(b, numbers.Integral) for b in bounds) and bounds[0] <= bounds[1]):
                 raise ValueError(f"cluster_range must be (smallest K, largest K), got {bounds!r}")
             candidates = check_candidates([*range(bounds[0], bounds[1]), bounds[1]], len(X))
-            check_field("choice_weights", self.choice_weights, _RUNNER_DEFAULTS["choice_weights"].metadata)
+            if not isinstance(self.choice_splits, numbers.Integral):
+                raise ValueError(f"choice_splits must be an integer >= 1, got {self.choice_splits!r}")
+            for name in ("choice_weights", "choice_splits"):
+                check_field(name, getattr(self, name), _RUNNER_DEFAULTS[name].metadata)
         if self.cluster_init not in START_STRATEGIES:
             raise ValueError(f"cluster_init must be one of {list(START_STRATEGIES)}, got {self.cluster_init!r}.")
         seed = self.random_state
@@ -389,6 +398,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                 seed=seed,
                 fold_embedding=tuned_embedding,
                 weights=self.choice_weights,
+                splits=self.choice_splits,
             )
             if self.probe_epochs != 0:
                 self.cluster_count_ = probe_num_clusters(

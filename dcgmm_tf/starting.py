@@ -143,7 +143,11 @@ def with_chosen_clusters(
         verbose=runtime.verbose,
     )
     count = choose_num_clusters(  # from the answers, not their spread copies
-        model.embed(x_train), run.answers, seed=config.seed, weights=config.choice_weights
+        model.embed(x_train),
+        run.answers,
+        seed=config.seed,
+        weights=config.choice_weights,
+        splits=config.choice_splits,
     )
     logging.info(
         "K chosen from the pairs on the pretrained embedding: %d (%s; K that tie the best: %s)",
