@@ -274,9 +274,7 @@ def choose_num_clusters(
     if splits < 1:
         raise ValueError(f"splits must be at least 1, got {splits}")
     if len(constraints) < 2 * folds:
-        rng = np.random.default_rng(seed)
-        fit_rows = np.sort(rng.choice(len(z), max_samples, replace=False)) if len(z) > max_samples else slice(None)
-        count = _by_bic(z[fit_rows], candidates, seed)
+        count = _by_bic(z[_fit_rows(np.random.default_rng(seed), len(z), max_samples)], candidates, seed)
         warnings.warn(
             f"fewer than {2 * folds} pairs: K={count.num_clusters} is chosen by the BIC of a GMM on the embedding, "
             "which follows its modes rather than classes (12 for 6 blobs, 22-30 for the 10 classes of digits and "
@@ -351,7 +349,7 @@ def held_out_values(
     """Each pair's held-out log-likelihood [candidates, pairs] on one split of the pairs into ``folds`` folds drawn
     with ``seed`` (the arguments as in :func:`choose_num_clusters`, whose first split this is)."""
     rng = np.random.default_rng(seed)
-    fit_rows = np.sort(rng.choice(len(z), max_samples, replace=False)) if len(z) > max_samples else slice(None)
+    fit_rows = _fit_rows(rng, len(z), max_samples)
     fold = np.zeros(len(constraints), np.int64)
     for mask in (constraints.must_link_mask, constraints.cannot_link_mask):  # each link type spread alike
         index = rng.permutation(np.flatnonzero(mask))
@@ -368,6 +366,11 @@ def held_out_values(
             log_p = pair_guided_gmm(mapped, train, k, seed=seed + f, starts=n_init, fit_rows=fit_rows, weights=weights)
             values[n, held] = pair_log_likelihood(log_p[i], log_p[j], constraints.must_link_mask[held], flip[held])
     return values
+
+
+def _fit_rows(rng: np.random.Generator, num_samples: int, max_samples: int) -> Any:
+    """The rows the GMMs are fitted to: at most ``max_samples``, sorted, the first draw of ``rng``."""
+    return np.sort(rng.choice(num_samples, max_samples, replace=False)) if num_samples > max_samples else slice(None)
 
 
 def _checked_embedding(z: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
