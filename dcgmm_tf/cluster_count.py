@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 DEFAULT_CANDIDATES = tuple(range(2, 31))
 SPLIT_SEED_STEP = 7919  # split s of the pairs into folds (and its GMMs) uses seed + s * SPLIT_SEED_STEP
 MIXTURE_WEIGHTS = ("equal", "fitted")  # the candidate GMMs' weights: 1/K (the default) or EM's
+TIE_BREAKS = ("smallest", "median")  # which of the K that tie the best is chosen (both link types)
 TOLERANCE = 0.05  # share of the candidates' score range counted as a tie with the best (at least one error)
 PROBE_HELD_OUT = 0.25  # share of each link type the probes are scored on
 MIN_PROBE_PAIRS = 10  # probes need at least this many held-out pairs of each link type
@@ -84,7 +85,8 @@ class ClusterCount:
       rescored_scores: Their mean held-out pair log-likelihood over all splits.
       tied: The candidates (or probes) whose score ties the best's, within one standard error of the paired
         differences (both link types) or the one-type tolerance: the pairs do not tell them apart, and the choice is
-        the smallest of them (the largest with must-links only). Empty for the BIC.
+        the smallest of them or their lower median (``tie_break``; the largest with must-links only). Empty for
+        the BIC.
     """
 
     num_clusters: int
@@ -219,6 +221,25 @@ def one_standard_error_band(values: np.ndarray) -> np.ndarray:
     return np.flatnonzero(differences.mean(axis=1) >= -errors)
 
 
+def break_tie(tied: np.ndarray, tie_break: str) -> int:
+    """The index chosen among the increasing indices ``tied`` of the candidates that tie the best.
+
+    Args:
+      tied: Indices of the tied candidates, increasing (:func:`one_standard_error_band`).
+      tie_break: ``"smallest"`` (the one-standard-error rule) or ``"median"`` (the lower median of the tie: the
+        pairs do not tell the tied K apart, so the middle of the tie, not its lower end).
+
+    Returns:
+      One of ``tied``.
+
+    Raises:
+      ValueError: On an unknown ``tie_break``.
+    """
+    if tie_break not in TIE_BREAKS:
+        raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
+    return int(tied[0] if tie_break == "smallest" else tied[(len(tied) - 1) // 2])
+
+
 def choose_num_clusters(
     z: np.ndarray,
     constraints: ConstraintSet,
@@ -231,6 +252,7 @@ def choose_num_clusters(
     fold_embedding: Callable[[ConstraintSet], np.ndarray] | None = None,
     weights: str = "equal",
     splits: int = 1,
+    tie_break: str = "smallest",
 ) -> ClusterCount:
     """Chooses K for embeddings ``z`` [N, D] and their constraints (see the module's docstring).
 
@@ -256,15 +278,18 @@ def choose_num_clusters(
         ``splits - 1`` more splits (each with its own GMM seeds and fit rows), and the one-standard-error rule
         chooses among them on each pair's score averaged over the splits: which pairs a split holds out decides
         between neighbouring K on Fashion-MNIST (docs/your-data.md).
+      tie_break: With both link types, which of the K that tie the best is chosen (:func:`break_tie`):
+        ``"smallest"`` (the one-standard-error rule) or ``"median"`` (the lower median of the tie).
 
     Returns:
       The chosen K with every candidate's score.
 
     Raises:
-      ValueError: On candidates outside [2, N], fewer than 2 folds or splits, unknown ``weights`` or non-finite
-        embeddings.
+      ValueError: On candidates outside [2, N], fewer than 2 folds or splits, unknown ``weights`` or
+        ``tie_break``, or non-finite embeddings.
     """
-    mixture_class(weights)  # an unknown value is refused before any fold's work
+    mixture_class(weights)  # unknown values are refused before any fold's work
+    break_tie(np.zeros(1, int), tie_break)
     z = np.asarray(z, np.float64)
     if z.ndim != 2 or not np.isfinite(z).all():
         raise ValueError(f"embeddings must be a finite [N, D] array, got shape {z.shape}")
@@ -296,7 +321,7 @@ def choose_num_clusters(
     scores, errors = values.mean(axis=1), values.std(axis=1) / np.sqrt(len(constraints))
     best = int(np.argmax(scores))
     tied = one_standard_error_band(values)
-    chosen = int(tied[0])
+    chosen = break_tie(tied, tie_break)
     has_must, has_cannot = constraints.must_link_mask.any(), constraints.cannot_link_mask.any()
     if has_must != has_cannot:  # one link type bounds K from one side only
         tolerance = max(errors[best], TOLERANCE * (scores[best] - scores.min()))
@@ -324,10 +349,11 @@ def choose_num_clusters(
     for s in range(1, splits):
         total = total + score(rescored, seed=seed + s * SPLIT_SEED_STEP)
     mean = total / splits
-    tied_k = tuple(rescored[i] for i in one_standard_error_band(mean))
+    band = one_standard_error_band(mean)
+    tied_k = tuple(rescored[i] for i in band)
     return dataclasses.replace(
         count,
-        num_clusters=tied_k[0],
+        num_clusters=rescored[break_tie(band, tie_break)],
         tied=tied_k,
         rescored=rescored,
         rescored_scores=tuple(mean.mean(axis=1).tolist()),

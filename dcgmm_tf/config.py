@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from dcgmm_tf.cluster_count import MIXTURE_WEIGHTS
+from dcgmm_tf.cluster_count import MIXTURE_WEIGHTS, TIE_BREAKS
 from dcgmm_tf.cluster_init import LINK_START_STRATEGIES, START_STRATEGIES
 from dcgmm_tf.constraints import LINK_TYPES
 from dcgmm_tf.distribute import DISTRIBUTION_STRATEGIES
@@ -281,6 +281,15 @@ class RunConfig:
         "choice until 2026-11-30). See dcgmm_tf.cluster_count.choose_num_clusters.",
         lower=1,
         legacy=1,
+        applies=lambda config: config.num_clusters == 0,
+    )
+    choice_tie_break: str = setting(
+        "smallest",
+        "With num_clusters=0 and pairs of both link types: which of the K that tie the best is chosen, 'smallest' "
+        "(the one-standard-error rule) or 'median' (the lower median of the tie). See "
+        "dcgmm_tf.cluster_count.break_tie.",
+        choices=TIE_BREAKS,
+        legacy="smallest",
         applies=lambda config: config.num_clusters == 0,
     )
     probe_epochs: int = setting(
