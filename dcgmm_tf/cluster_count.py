@@ -332,32 +332,33 @@ def choose_num_clusters(
             f"(K={candidates[chosen]}) follows the embedding's GMM; give both link types for a reliable choice",
             stacklevel=2,
         )
-    elif len(candidates) > 1 and chosen == len(candidates) - 1:  # candidates are sorted: the largest
-        warnings.warn(
-            f"K={candidates[chosen]} is the largest candidate, so a better K may lie above the range; widen it",
-            stacklevel=2,
-        )
     tied_k = tuple(candidates[i] for i in tied)
     count = ClusterCount(
         candidates[chosen], candidates, tuple(scores.tolist()), tuple(errors.tolist()), "pairs", tied=tied_k
     )
-    if splits == 1 or has_must != has_cannot:
+    if has_must != has_cannot:
         return count
-    window = np.arange(max(tied[0] - 1, 0), min(tied[-1] + 2, len(candidates)))  # the tie and its neighbours
-    rescored = tuple(candidates[i] for i in window)
-    total = values[window]
-    for s in range(1, splits):
-        total = total + score(rescored, seed=seed + s * SPLIT_SEED_STEP)
-    mean = total / splits
-    band = one_standard_error_band(mean)
-    tied_k = tuple(rescored[i] for i in band)
-    return dataclasses.replace(
-        count,
-        num_clusters=rescored[break_tie(band, tie_break)],
-        tied=tied_k,
-        rescored=rescored,
-        rescored_scores=tuple(mean.mean(axis=1).tolist()),
-    )
+    if splits > 1:
+        window = np.arange(max(tied[0] - 1, 0), min(tied[-1] + 2, len(candidates)))  # the tie and its neighbours
+        rescored = tuple(candidates[i] for i in window)
+        total = values[window]
+        for s in range(1, splits):
+            total = total + score(rescored, seed=seed + s * SPLIT_SEED_STEP)
+        mean = total / splits
+        band = one_standard_error_band(mean)
+        count = dataclasses.replace(
+            count,
+            num_clusters=rescored[break_tie(band, tie_break)],
+            tied=tuple(rescored[i] for i in band),
+            rescored=rescored,
+            rescored_scores=tuple(mean.mean(axis=1).tolist()),
+        )
+    if len(candidates) > 1 and count.num_clusters == candidates[-1]:  # candidates are sorted: the largest
+        warnings.warn(
+            f"K={count.num_clusters} is the largest candidate, so a better K may lie above the range; widen it",
+            stacklevel=2,
+        )
+    return count
 
 
 def held_out_values(

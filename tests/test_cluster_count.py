@@ -179,6 +179,25 @@ def test_a_choice_at_the_largest_candidate_is_warned_about():
         assert choose_num_clusters(z, pairs, candidates=range(2, 11), seed=0).num_clusters == 5
 
 
+def test_the_largest_candidate_warning_follows_the_rescored_choice(monkeypatch):
+    """The first split chooses K = 3 of 2-4; the second moves the choice to 4, which is then warned about."""
+    noise = np.random.default_rng(0).normal(0, 0.01, 200)
+    levels = {0: {2: -2.0, 3: -1.0, 4: -1.5}, SPLIT_SEED_STEP: {2: -2.0, 3: -1.0, 4: 1.0}}
+
+    def held_out(z, constraints, candidates, *, seed, **settings):
+        return np.stack([levels[seed][k] + noise for k in candidates])
+
+    monkeypatch.setattr("dcgmm_tf.cluster_count.held_out_values", held_out)
+    z, y = _blobs(n=300)
+    pairs = ConstraintSet.from_labels(y, 200, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert choose_num_clusters(z, pairs, candidates=range(2, 5), seed=0).num_clusters == 3
+    with pytest.warns(UserWarning, match="K=4 is the largest candidate"):
+        count = choose_num_clusters(z, pairs, candidates=range(2, 5), seed=0, splits=2)
+    assert count.num_clusters == 4 and count.tied == (4,) and count.rescored == (2, 3, 4)
+
+
 @pytest.mark.parametrize("candidates", [[], [1, 2], [2, 5000], [2.5, 3]])
 def test_bad_candidates_are_refused(candidates):
     z, y = _blobs(n=300)
