@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy.special import logsumexp
 from sklearn.mixture import GaussianMixture
+from threadpoolctl import threadpool_limits
 
 from dcgmm_tf.cluster_init import link_metric
 from dcgmm_tf.constraints import ConstraintSet
@@ -389,9 +390,14 @@ def held_out_values(
         fold_z = z if fold_embedding is None else _checked_embedding(fold_embedding(train), z.shape)
         mapped = fold_z @ link_metric(fold_z, train)
         i, j = constraints.i[held], constraints.j[held]
-        for n, k in enumerate(candidates):
-            log_p = pair_guided_gmm(mapped, train, k, seed=seed + f, starts=n_init, fit_rows=fit_rows, weights=weights)
-            values[n, held] = pair_log_likelihood(log_p[i], log_p[j], constraints.must_link_mask[held], flip[held])
+        # One BLAS thread: the GMMs' matrices are small, and more threads made the choice slower (docs/performance.md)
+        # and its last digits depend on the machine's cores.
+        with threadpool_limits(1, user_api="blas"):
+            for n, k in enumerate(candidates):
+                log_p = pair_guided_gmm(
+                    mapped, train, k, seed=seed + f, starts=n_init, fit_rows=fit_rows, weights=weights
+                )
+                values[n, held] = pair_log_likelihood(log_p[i], log_p[j], constraints.must_link_mask[held], flip[held])
     return values
 
 
