@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 DEFAULT_CANDIDATES = tuple(range(2, 31))
 SPLIT_SEED_STEP = 7919  # split s of the pairs into folds (and its GMMs) uses seed + s * SPLIT_SEED_STEP
 MIXTURE_WEIGHTS = ("equal", "fitted")  # the candidate GMMs' weights: 1/K (the default) or EM's
-TIE_BREAKS = ("smallest", "median")  # which of the K that tie the best is chosen (both link types)
+CHOICE_RULES = ("one_se", "best")  # with both link types: the smallest K that ties the best, or the best
 TOLERANCE = 0.05  # share of the candidates' score range counted as a tie with the best (at least one error)
 PROBE_HELD_OUT = 0.25  # share of each link type the probes are scored on
 MIN_PROBE_PAIRS = 10  # probes need at least this many held-out pairs of each link type
@@ -86,8 +86,8 @@ class ClusterCount:
       rescored_scores: Their mean held-out pair log-likelihood over all splits.
       tied: The candidates (or probes) whose score ties the best's, within one standard error of the paired
         differences (both link types) or the one-type tolerance: the pairs do not tell them apart, and the choice is
-        the smallest of them or their lower median (``tie_break``; the largest with must-links only). Empty for
-        the BIC.
+        the smallest of them by the one-standard-error rule (the largest with must-links only; ``rule="best"``: the
+        best). Empty for the BIC.
     """
 
     num_clusters: int
@@ -222,25 +222,6 @@ def one_standard_error_band(values: np.ndarray) -> np.ndarray:
     return np.flatnonzero(differences.mean(axis=1) >= -errors)
 
 
-def break_tie(tied: np.ndarray, tie_break: str) -> int:
-    """The index chosen among the increasing indices ``tied`` of the candidates that tie the best.
-
-    Args:
-      tied: Indices of the tied candidates, increasing (:func:`one_standard_error_band`).
-      tie_break: ``"smallest"`` (the one-standard-error rule) or ``"median"`` (the lower median of the tie: the
-        pairs do not tell the tied K apart, so the middle of the tie, not its lower end).
-
-    Returns:
-      One of ``tied``.
-
-    Raises:
-      ValueError: On an unknown ``tie_break``.
-    """
-    if tie_break not in TIE_BREAKS:
-        raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
-    return int(tied[0] if tie_break == "smallest" else tied[(len(tied) - 1) // 2])
-
-
 def choose_num_clusters(
     z: np.ndarray,
     constraints: ConstraintSet,
@@ -253,7 +234,7 @@ def choose_num_clusters(
     fold_embedding: Callable[[ConstraintSet], np.ndarray] | None = None,
     weights: str = "equal",
     splits: int = 1,
-    tie_break: str = "smallest",
+    rule: str = "one_se",
 ) -> ClusterCount:
     """Chooses K for embeddings ``z`` [N, D] and their constraints (see the module's docstring).
 
@@ -279,18 +260,20 @@ def choose_num_clusters(
         ``splits - 1`` more splits (each with its own GMM seeds and fit rows), and the one-standard-error rule
         chooses among them on each pair's score averaged over the splits: which pairs a split holds out decides
         between neighbouring K on Fashion-MNIST (docs/your-data.md).
-      tie_break: With both link types, which of the K that tie the best is chosen (:func:`break_tie`):
-        ``"smallest"`` (the one-standard-error rule) or ``"median"`` (the lower median of the tie).
+      rule: With both link types: ``"one_se"``, the smallest K that ties the best (the one-standard-error rule),
+        or ``"best"``, the K of the best mean score (with more ``splits``: on the scores averaged over them, among
+        the first split's tie and its neighbours; on one split it chose 11-15 for 10 classes, docs/your-data.md).
 
     Returns:
       The chosen K with every candidate's score.
 
     Raises:
-      ValueError: On candidates outside [2, N], fewer than 2 folds or splits, unknown ``weights`` or
-        ``tie_break``, or non-finite embeddings.
+      ValueError: On candidates outside [2, N], fewer than 2 folds or splits, unknown ``weights`` or ``rule``, or
+        non-finite embeddings.
     """
-    mixture_class(weights)  # unknown values are refused before any fold's work
-    break_tie(np.zeros(1, int), tie_break)
+    mixture_class(weights)  # an unknown value is refused before any fold's work
+    if rule not in CHOICE_RULES:
+        raise ValueError(f"rule must be one of {CHOICE_RULES}, got {rule!r}")
     z = np.asarray(z, np.float64)
     if z.ndim != 2 or not np.isfinite(z).all():
         raise ValueError(f"embeddings must be a finite [N, D] array, got shape {z.shape}")
@@ -322,7 +305,7 @@ def choose_num_clusters(
     scores, errors = values.mean(axis=1), values.std(axis=1) / np.sqrt(len(constraints))
     best = int(np.argmax(scores))
     tied = one_standard_error_band(values)
-    chosen = break_tie(tied, tie_break)
+    chosen = int(tied[0] if rule == "one_se" else best)
     has_must, has_cannot = constraints.must_link_mask.any(), constraints.cannot_link_mask.any()
     if has_must != has_cannot:  # one link type bounds K from one side only
         tolerance = max(errors[best], TOLERANCE * (scores[best] - scores.min()))
@@ -349,7 +332,7 @@ def choose_num_clusters(
         band = one_standard_error_band(mean)
         count = dataclasses.replace(
             count,
-            num_clusters=rescored[break_tie(band, tie_break)],
+            num_clusters=rescored[int(band[0] if rule == "one_se" else np.argmax(mean.mean(axis=1)))],
             tied=tuple(rescored[i] for i in band),
             rescored=rescored,
             rescored_scores=tuple(mean.mean(axis=1).tolist()),

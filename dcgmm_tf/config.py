@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from dcgmm_tf.cluster_count import MIXTURE_WEIGHTS, TIE_BREAKS
+from dcgmm_tf.cluster_count import CHOICE_RULES, MIXTURE_WEIGHTS
 from dcgmm_tf.cluster_init import LINK_START_STRATEGIES, START_STRATEGIES
 from dcgmm_tf.constraints import LINK_TYPES
 from dcgmm_tf.distribute import DISTRIBUTION_STRATEGIES
@@ -283,13 +283,13 @@ class RunConfig:
         legacy=1,
         applies=lambda config: config.num_clusters == 0,
     )
-    choice_tie_break: str = setting(
-        "smallest",
-        "With num_clusters=0 and pairs of both link types: which of the K that tie the best is chosen, 'smallest' "
-        "(the one-standard-error rule) or 'median' (the lower median of the tie). See "
-        "dcgmm_tf.cluster_count.break_tie.",
-        choices=TIE_BREAKS,
-        legacy="smallest",
+    choice_rule: str = setting(
+        "one_se",
+        "With num_clusters=0 and pairs of both link types: 'one_se', the smallest K that ties the best (the "
+        "one-standard-error rule), or 'best', the K of the best score averaged over the choice_splits. See "
+        "dcgmm_tf.cluster_count.choose_num_clusters.",
+        choices=CHOICE_RULES,
+        legacy="one_se",
         applies=lambda config: config.num_clusters == 0,
     )
     probe_epochs: int = setting(

@@ -217,8 +217,9 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         on the first, and their neighbours, are scored again on the others (each fold's copy tuned again) and
         chosen on each answer's mean score (the runner's ``--choice_splits``, 5 by default there). 1 (the default
         here): one split; each more split costs ``choice_tuning_epochs`` on four more copies (docs/your-data.md).
-      choice_tie_break: With ``n_clusters="auto"``: which of the K that tie the best is chosen, "smallest" (the
-        one-standard-error rule) or "median" (the lower median of the tie; :func:`dcgmm_tf.cluster_count.break_tie`).
+      choice_rule: With ``n_clusters="auto"``: "one_se" (the default: the smallest K that ties the best) or "best"
+        (the best score; with ``choice_splits`` > 1 averaged over the splits, the runner's default,
+        :func:`dcgmm_tf.cluster_count.choose_num_clusters`).
       choice_tuning_epochs: With ``n_clusters="auto"``: epochs of tuning each fold's copy of the pretrained
         autoencoder with that fold's training answers alone before K is scored on its embedding; "auto" (the
         default): as ``pair_tuning_epochs="auto"`` (none with answers that may be wrong); 0: the choice on the
@@ -277,7 +278,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         choice_tuning_epochs: int | str = "auto",
         choice_weights: str = "equal",
         choice_splits: int = 1,
-        choice_tie_break: str = "smallest",
+        choice_rule: str = "one_se",
         pair_tuning_weight: float = 100.0,
         batch_size: int | str = "auto",
         learning_rate: float = 1e-3,
@@ -302,7 +303,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.choice_tuning_epochs = choice_tuning_epochs
         self.choice_weights = choice_weights
         self.choice_splits = choice_splits
-        self.choice_tie_break = choice_tie_break
+        self.choice_rule = choice_rule
         self.pair_tuning_weight = pair_tuning_weight
         self.batch_size = batch_size
         self.learning_rate = learning_rate
@@ -342,7 +343,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             candidates = check_candidates([*range(bounds[0], bounds[1]), bounds[1]], len(X))
             if not isinstance(self.choice_splits, numbers.Integral):
                 raise ValueError(f"choice_splits must be an integer >= 1, got {self.choice_splits!r}")
-            for name in ("choice_weights", "choice_splits", "choice_tie_break"):
+            for name in ("choice_weights", "choice_splits", "choice_rule"):
                 check_field(name, getattr(self, name), _RUNNER_DEFAULTS[name].metadata)
         if self.cluster_init not in START_STRATEGIES:
             raise ValueError(f"cluster_init must be one of {list(START_STRATEGIES)}, got {self.cluster_init!r}.")
@@ -403,7 +404,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                 fold_embedding=tuned_embedding,
                 weights=self.choice_weights,
                 splits=self.choice_splits,
-                tie_break=self.choice_tie_break,
+                rule=self.choice_rule,
             )
             if self.probe_epochs != 0:
                 self.cluster_count_ = probe_num_clusters(

@@ -148,7 +148,7 @@ def with_chosen_clusters(
         seed=config.seed,
         weights=config.choice_weights,
         splits=config.choice_splits,
-        tie_break=config.choice_tie_break,
+        rule=config.choice_rule,
     )
     logging.info(
         "K chosen from the pairs on the pretrained embedding: %d (%s; K that tie the best: %s)",

@@ -13,7 +13,6 @@ from dcgmm_tf.cluster_count import (
     SPLIT_SEED_STEP,
     ClusterCount,
     EqualWeightGaussianMixture,
-    break_tie,
     choose_by_probes,
     choose_num_clusters,
     held_out_mask,
@@ -94,26 +93,22 @@ def test_splits_are_checked_and_one_link_type_is_not_rescored():
     assert count.rescored == ()
 
 
-def test_the_median_tie_break_takes_the_lower_median_of_the_tie():
-    assert [break_tie(np.array(t), "median") for t in ([4], [3, 4], [3, 4, 5], [2, 4, 5, 7])] == [4, 3, 4, 4]
-    assert break_tie(np.array([3, 4, 5]), "smallest") == 3
-    with pytest.raises(ValueError, match="tie_break must be one of"):
-        break_tie(np.array([3]), "largest")
-    z, y = _blobs()
-    with pytest.raises(ValueError, match="tie_break must be one of"):  # before any GMM is fitted
-        choose_num_clusters(z, ConstraintSet.from_labels(y, 100, seed=0), tie_break="mean")
-
-
-def test_the_median_tie_break_chooses_within_the_same_tie():
-    """Only the pick moves: the scores, the tie and the rescored candidates are the one-standard-error rule's."""
+def test_the_best_rule_takes_the_best_score_of_the_same_tie():
+    """Only the pick moves: the scores, the tie and the rescored candidates are the one-standard-error rule's, and
+    the choice is the best score's K, on the first split's scores alone or on those averaged over the splits."""
     z, y = _blobs()
     pairs = ConstraintSet.from_labels(y, 40, seed=1)  # few pairs: a wide tie
-    args = dict(candidates=range(2, 11), seed=0, n_init=2, splits=2)
-    smallest = choose_num_clusters(z, pairs, **args)
-    median = choose_num_clusters(z, pairs, tie_break="median", **args)
-    assert len(smallest.tied) >= 3, smallest  # the test needs a tie whose median is not its smallest K
-    assert dataclasses.replace(median, num_clusters=smallest.num_clusters) == smallest
-    assert smallest.num_clusters == smallest.tied[0] and median.num_clusters == median.tied[(len(median.tied) - 1) // 2]
+    for splits in (1, 2):
+        args = dict(candidates=range(2, 11), seed=0, n_init=2, splits=splits)
+        one_se = choose_num_clusters(z, pairs, **args)
+        best = choose_num_clusters(z, pairs, rule="best", **args)
+        assert len(one_se.tied) >= 2 and one_se.num_clusters == one_se.tied[0], one_se  # a tie to choose in
+        assert dataclasses.replace(best, num_clusters=one_se.num_clusters) == one_se
+        ks, scores = (best.rescored, best.rescored_scores) if splits > 1 else (best.candidates, best.scores)
+        assert best.num_clusters == ks[int(np.argmax(scores))] and best.num_clusters in best.tied
+        assert splits > 1 or best.num_clusters > one_se.num_clusters  # here the first split's best is not the smallest
+    with pytest.raises(ValueError, match="rule must be one of"):  # before any GMM is fitted
+        choose_num_clusters(z, pairs, rule="median")
 
 
 @pytest.mark.parametrize("weights, mixture", [("equal", EqualWeightGaussianMixture), ("fitted", GaussianMixture)])

@@ -33,8 +33,8 @@ def test_a_field_stays_out_of_the_key_of_runs_it_does_not_act_on():
     assert RunConfig(num_clusters=0, choice_weights="fitted", choice_splits=1).key() == "b86d49974f62"  # 2026-11-30
     assert RunConfig(num_clusters=0, choice_splits=1).key() == "7abe14c14209"  # equal weights, one split
     assert RunConfig(num_clusters=0).key() not in ("b86d49974f62", "001c555b7e0f", "7abe14c14209")
-    assert RunConfig(choice_tie_break="median").key() == "001c555b7e0f"
-    assert RunConfig(num_clusters=0, choice_tie_break="smallest", choice_splits=1).key() == "7abe14c14209"
+    assert RunConfig(choice_rule="best").key() == "001c555b7e0f"
+    assert RunConfig(num_clusters=0, choice_rule="one_se", choice_splits=1).key() == "7abe14c14209"
 
 
 def _tiny_run(tmp_path, out, **changes):
