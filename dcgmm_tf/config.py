@@ -284,9 +284,10 @@ class RunConfig:
         applies=lambda config: config.num_clusters == 0,
     )
     choice_rule: str = setting(
-        "one_se",
-        "With num_clusters=0 and pairs of both link types: 'one_se', the smallest K that ties the best (the "
-        "one-standard-error rule), or 'best', the K of the best score averaged over the choice_splits. See "
+        "best",
+        "With num_clusters=0 and pairs of both link types: 'best', the K of the best score averaged over the "
+        "choice_splits among the first split's tie and its neighbours, or 'one_se', the smallest K that ties the "
+        "best (the one-standard-error rule; the choice until 2026-11-30). See "
         "dcgmm_tf.cluster_count.choose_num_clusters.",
         choices=CHOICE_RULES,
         legacy="one_se",
