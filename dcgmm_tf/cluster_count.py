@@ -259,8 +259,8 @@ def choose_num_clusters(
         before 2026-11-30). The BIC without pairs always fits them.
       splits: Random splits of the pairs into folds (repeated cross-validation). With more than one and both link
         types, the candidates that tie the best on the first split, and their two neighbours, are scored again on
-        ``splits - 1`` more splits (each with its own GMM seeds and fit rows), and the one-standard-error rule
-        chooses among them on each pair's score averaged over the splits: which pairs a split holds out decides
+        ``splits - 1`` more splits (each with its own GMM seeds and fit rows), and ``rule`` chooses among them on
+        each pair's score averaged over the splits: which pairs a split holds out decides
         between neighbouring K on Fashion-MNIST (docs/your-data.md).
       rule: With both link types: ``"one_se"``, the smallest K that ties the best (the one-standard-error rule),
         or ``"best"``, the K of the best mean score (with more ``splits``: on the scores averaged over them, among
@@ -375,8 +375,8 @@ def held_out_values(
         fold_z = z if fold_embedding is None else _checked_embedding(fold_embedding(train), z.shape)
         mapped = fold_z @ link_metric(fold_z, train)
         i, j = constraints.i[held], constraints.j[held]
-        # One BLAS thread: the GMMs' matrices are small, and more threads made the choice slower (docs/performance.md)
-        # and its last digits depend on the machine's cores.
+        # One BLAS thread: the GMMs' matrices are small, more threads made the choice slower (docs/your-data.md), and
+        # the last digits would depend on the machine's cores.
         with threadpool_limits(1, user_api="blas"):
             for n, k in enumerate(candidates):
                 log_p = pair_guided_gmm(
