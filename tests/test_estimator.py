@@ -140,6 +140,8 @@ def test_bad_constraints_are_refused(kwargs, match):
         ({"cluster_init": "spectral"}, "cluster_init must be one of"),
         ({"likelihood": "poisson"}, "likelihood must be"),
         ({"alpha": -1.0}, "weight must be a finite number > 0"),
+        ({"n_clusters": "auto", "choice_rule": "median"}, "choice_rule"),
+        ({"n_clusters": "auto", "choice_splits": 0}, "choice_splits"),
     ],
 )
 def test_bad_parameters_are_refused_at_fit(params, match):
