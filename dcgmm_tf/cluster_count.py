@@ -307,7 +307,7 @@ def choose_num_clusters(
     scores, errors = values.mean(axis=1), values.std(axis=1) / np.sqrt(len(constraints))
     best = int(np.argmax(scores))
     tied = one_standard_error_band(values)
-    chosen = int(tied[0] if rule == "one_se" else best)
+    chosen = _chosen(scores, tied, rule)
     has_must, has_cannot = constraints.must_link_mask.any(), constraints.cannot_link_mask.any()
     if has_must != has_cannot:  # one link type bounds K from one side only
         tolerance = max(errors[best], TOLERANCE * (scores[best] - scores.min()))
@@ -331,13 +331,13 @@ def choose_num_clusters(
         for s in range(1, splits):
             total = total + score(rescored, seed=seed + s * SPLIT_SEED_STEP)
         mean = total / splits
-        band = one_standard_error_band(mean)
+        band, means = one_standard_error_band(mean), mean.mean(axis=1)
         count = dataclasses.replace(
             count,
-            num_clusters=rescored[int(band[0] if rule == "one_se" else np.argmax(mean.mean(axis=1)))],
+            num_clusters=rescored[_chosen(means, band, rule)],
             tied=tuple(rescored[i] for i in band),
             rescored=rescored,
-            rescored_scores=tuple(mean.mean(axis=1).tolist()),
+            rescored_scores=tuple(means.tolist()),
         )
     if len(candidates) > 1 and count.num_clusters == candidates[-1]:  # candidates are sorted: the largest
         warnings.warn(
@@ -345,6 +345,11 @@ def choose_num_clusters(
             stacklevel=2,
         )
     return count
+
+
+def _chosen(scores: np.ndarray, tied: np.ndarray, rule: str) -> int:
+    """The index ``rule`` picks: the first of the increasing ``tied`` ("one_se") or that of the best score."""
+    return int(tied[0] if rule == "one_se" else np.argmax(scores))
 
 
 def held_out_values(
