@@ -57,8 +57,8 @@ class ClusterRestart(keras.callbacks.Callback):
 
     After epochs ``every``, ``2 every``, ... and after the last one, the cluster means and variances are set to the
     start of ``strategy`` (see :func:`dcgmm_tf.cluster_init.init_clusters`) on mu(x) of the training data ``x``,
-    which the constraints have shaped in the epochs before. Place it before the callbacks that save or evaluate
-    the model.
+    which the constraints have shaped in the epochs before (``latent_class``'s EM from ``em_starts`` random starts
+    and the current clusters). Place it before the callbacks that save or evaluate the model.
     """
 
     def __init__(
@@ -69,20 +69,27 @@ class ClusterRestart(keras.callbacks.Callback):
         strategy: str = "latent_class",
         num_components: int | None = None,
         seed: int = 0,
+        em_starts: int = cluster_init.LATENT_CLASS_STARTS,
     ):
         super().__init__()
         cluster_init.check_strategy(strategy)
         if every < 1:
             raise ValueError(f"every must be >= 1, got {every}")
         self.x, self.constraints, self.every, self.strategy = x, constraints, every, strategy
-        self.num_components, self.seed = num_components, seed
+        self.num_components, self.seed, self.em_starts = num_components, seed, em_starts
 
     def on_epoch_end(self, epoch, logs=None):
         done, total = epoch + 1, (self.params or {}).get("epochs", 0)
         if (done % self.every and done != total) or self.model.stop_training:
             return
         cluster_init.init_clusters(
-            self.model, self.x, self.constraints, self.strategy, self.num_components, self.seed + done
+            self.model,
+            self.x,
+            self.constraints,
+            self.strategy,
+            self.num_components,
+            self.seed + done,
+            em_starts=self.em_starts,
         )
         logging.info("mixture restarted by %s after epoch %d", self.strategy, done)
 

@@ -121,6 +121,9 @@ def gmm_start(z: np.ndarray, num_clusters: int, seed: int = 0) -> ClusterStart:
     return ClusterStart(gmm.means_, gmm.covariances_, gmm.predict(z))
 
 
+# The latent class EM's random starts: 3 since issue 22, 10 before (measured against each other on the default's
+# protocol in docs/reproduction.md); RunConfig.protocol("earlier") keeps 10.
+LATENT_CLASS_STARTS = 3
 KMEANS_INITS = 10  # k-means runs from this many k-means++ seedings and keeps the one of least inertia
 
 
@@ -343,7 +346,7 @@ def latent_class_start(
     num_clusters: int,
     num_components: int | None = None,
     seed: int = 0,
-    n_init: int = 10,
+    n_init: int = LATENT_CLASS_STARTS,
     flip: float | None = None,
     metric: bool = True,
     current: np.ndarray | None = None,
@@ -352,7 +355,8 @@ def latent_class_start(
     """Over-clustering plus a latent class model of the links (see :func:`fit_latent_classes`).
 
     ``flip`` is the probability that a link is wrong; default: from each pair's confidence |W_ij| by the paper's
-    heuristic (:func:`dcgmm_tf.constraints.flip_probability`). With ``metric`` the over-clustering runs on the
+    heuristic (:func:`dcgmm_tf.constraints.flip_probability`). The EM runs from ``n_init`` random starts (see
+    :data:`LATENT_CLASS_STARTS`) and keeps the best likelihood. With ``metric`` the over-clustering runs on the
     embeddings mapped by :func:`link_metric`. ``current`` ([N, K] cluster probabilities, e.g. of the model being
     restarted) adds its grouping of the components as one more EM start, so that a restart keeps the current
     clusters unless the links favour another grouping. Each sample takes the most likely class given its
@@ -418,12 +422,13 @@ def cluster_start(
     seed: int = 0,
     min_variance: float = 1e-3,
     current: np.ndarray | None = None,
+    em_starts: int = LATENT_CLASS_STARTS,
 ) -> ClusterStart:
     """The start of ``strategy`` (one of :data:`START_STRATEGIES`) on embeddings ``z``.
 
     Without constraints (None or an empty set, as for VaDE) every strategy but ``kmeans`` (:func:`kmeans_start`, with
-    or without them) is the paper's :func:`gmm_start`. ``current`` (cluster probabilities [N, K]) is used by
-    ``latent_class`` only (see :func:`latent_class_start`).
+    or without them) is the paper's :func:`gmm_start`. ``current`` (cluster probabilities [N, K]) and ``em_starts``
+    (the random starts of its EM) are used by ``latent_class`` only (see :func:`latent_class_start`).
     """
     check_strategy(strategy)
     if strategy == "kmeans":
@@ -433,7 +438,7 @@ def cluster_start(
     if strategy == "merge":
         return merge_start(z, constraints, num_clusters, num_components, seed, min_variance)
     return latent_class_start(
-        z, constraints, num_clusters, num_components, seed, current=current, min_variance=min_variance
+        z, constraints, num_clusters, num_components, seed, em_starts, current=current, min_variance=min_variance
     )
 
 
@@ -445,13 +450,15 @@ def init_clusters(
     num_components: int | None = None,
     seed: int = 0,
     z: np.ndarray | None = None,
+    em_starts: int = LATENT_CLASS_STARTS,
 ) -> ClusterStart:
     """Set ``model``'s cluster means and variances from the start of ``strategy`` on its embeddings mu(x) (``z``
     when computed already: the encoder's weights have not changed since).
 
     Call it after the autoencoder pretraining (:func:`dcgmm_tf.pretrain`), or during training to restart the
     mixture; ``constraints`` index the rows of ``x``. The model's current clusters p(c | x) are one of the
-    candidate groupings of ``latent_class``. Returns the start (with the cluster of every row of ``x``).
+    candidate groupings of ``latent_class``, besides ``em_starts`` random ones. Returns the start (with the cluster
+    of every row of ``x``).
     """
     current = model.cluster_probabilities(x) if strategy == "latent_class" else None
     start = cluster_start(
@@ -463,6 +470,7 @@ def init_clusters(
         seed,
         min_variance=2 * model.min_variance,
         current=current,
+        em_starts=em_starts,
     )
     model.set_cluster_parameters(start.means, start.variances)
     return start

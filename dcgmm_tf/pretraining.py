@@ -252,6 +252,7 @@ def start_mixture(
     num_components: int | None = None,
     seed: int = 0,
     gmm_seed: int | None = None,
+    em_starts: int = cluster_init.LATENT_CLASS_STARTS,
 ) -> None:
     """Sets ``model``'s initial mixture from its embeddings of ``x``: the one dispatcher of the starts.
 
@@ -268,6 +269,7 @@ def start_mixture(
       seed: Seed of the constrained starts and of the labelled subset.
       gmm_seed: Seed of the GMM and of k-means (default: ``seed``); the pretraining's, so that runs sharing a
         pretrained model share its label-free start.
+      em_starts: Random starts of ``latent_class``'s EM (see :func:`dcgmm_tf.cluster_init.latent_class_start`).
     """
     if strategy not in CLUSTER_INITS:
         raise ValueError(f"strategy must be one of {CLUSTER_INITS}, got {strategy!r}")
@@ -286,5 +288,5 @@ def start_mixture(
     if not linked or strategy == "latent_class":  # the start, or the clusters that latent_class starts from
         fit_cluster_prior(model, x, seed=label_free_seed, z=z)
     if linked:
-        cluster_init.init_clusters(model, x, constraints, strategy, num_components, seed, z=z)
+        cluster_init.init_clusters(model, x, constraints, strategy, num_components, seed, z=z, em_starts=em_starts)
         logging.info("mixture initialised by %s", strategy)

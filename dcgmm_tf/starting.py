@@ -213,6 +213,7 @@ def started_model(
         num_components=config.init_components or None,
         seed=seed,
         gmm_seed=pretrain_seed,
+        em_starts=config.init_em_starts,
     )
     if pretrain_seed != seed:  # the training itself (sampling, batches) follows the run's seed
         pretrained = model

@@ -70,7 +70,13 @@ def fit_config(
     if config.cluster_init in LINK_START_STRATEGIES and config.restart_every and len(constraints) > 0:
         run_callbacks.append(
             ClusterRestart(
-                x, constraints, config.restart_every, config.cluster_init, config.init_components or None, config.seed
+                x,
+                constraints,
+                config.restart_every,
+                config.cluster_init,
+                config.init_components or None,
+                config.seed,
+                em_starts=config.init_em_starts,
             )
         )
     strategy = None if runtime.strategy == "default" else distribution_strategy(runtime.strategy)

@@ -245,6 +245,40 @@ def test_cluster_restart_regroups_the_mixture_every_n_epochs_and_after_the_last(
         ClusterRestart(x, constraints, every=0)
 
 
+def test_the_ems_random_starts_reach_the_start_and_every_restart(monkeypatch):
+    import keras
+
+    from dcgmm_tf import cluster_init
+    from dcgmm_tf.callbacks import ClusterRestart
+    from dcgmm_tf.data import constrained_dataset
+    from dcgmm_tf.pretraining import start_mixture
+
+    starts = []
+    fit = cluster_init.fit_latent_classes
+
+    def recording(*args, **kwargs):
+        starts.append(kwargs["n_init"])
+        return fit(*args, **kwargs)
+
+    monkeypatch.setattr(cluster_init, "fit_latent_classes", recording)
+    x = np.random.default_rng(0).random((120, 8)).astype(np.float32)
+    constraints = links(np.arange(120) % 3, 60)
+    model = DCGMM(
+        (8,),
+        num_clusters=3,
+        latent_dim=2,
+        seed=0,
+        encoder=MLPEncoder(2, hidden_units=(16,), name="encoder"),
+        decoder=MLPDecoder(8, hidden_units=(16,), name="decoder"),
+    )
+    start_mixture(model, x, "latent_class", constraints, num_components=6)
+    start_mixture(model, x, "latent_class", constraints, num_components=6, em_starts=5)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    restart = ClusterRestart(x, constraints, every=1, num_components=6, em_starts=2)
+    model.fit(constrained_dataset(x, constraints, batch_size=60, seed=0), epochs=2, verbose=0, callbacks=[restart])
+    assert starts == [cluster_init.LATENT_CLASS_STARTS, 5, 2, 2] and cluster_init.LATENT_CLASS_STARTS == 3
+
+
 def test_cluster_restart_rejects_an_unknown_strategy():
     from dcgmm_tf.callbacks import ClusterRestart
 

@@ -6,7 +6,7 @@ import re
 import pytest
 from absl import flags
 
-from dcgmm_tf.config import RunConfig, RuntimeConfig
+from dcgmm_tf.config import EARLIER_DEFAULTS, RunConfig, RuntimeConfig
 from experiments.config_flags import config_from_flags, define_flags, replaced
 from tests.helpers import parsed_flags
 
@@ -134,17 +134,24 @@ def test_replaced_parses_text_by_the_flags(flag_values):
 def test_protocols_name_the_paper_and_the_earlier_defaults():
     # The recipes' rows were measured as options first (docs/results/fashion/recipe_spread0, .../amd, .../default):
     # they keep their keys, the recipe before the tuning with the pairs as protocol "untuned", the one before the
-    # spread answers as that with --spread_neighbours=0.
+    # spread answers as that with --spread_neighbours=0, the recipe before the EM's 3 random starts with 10.
     recipe = {"pretrain_epochs": 15, "pair_tuning_epochs": 5, "epochs": 10, "restart_every": 5, "lr_schedule": "cosine"}
-    assert RunConfig().key() == RunConfig(**recipe, spread_neighbours=1).key() == "001c555b7e0f"
-    untuned = {"pretrain_epochs": 40, "pair_tuning_epochs": 0, "epochs": 30, "restart_every": 10}
+    assert RunConfig(**recipe, spread_neighbours=1, init_em_starts=10).key() == "001c555b7e0f"
+    assert RunConfig().key() == RunConfig(**recipe, spread_neighbours=1, init_em_starts=3).key() == "5e3a3ee7f6c4"
+    untuned = {"pretrain_epochs": 40, "pair_tuning_epochs": 0, "epochs": 30, "restart_every": 10, "init_em_starts": 10}
     assert RunConfig.protocol("untuned") == RunConfig(**untuned)
     assert RunConfig(**untuned).key() == "e526d8fac75e"
     assert RunConfig(**untuned, spread_neighbours=0).key() == "22b34070dcbe"
     assert RunConfig.protocol("default") == RunConfig()
     assert RunConfig.protocol("paper").pair_tuning_epochs == RunConfig.protocol("earlier").pair_tuning_epochs == 0
-    # A protocol's restart period is no choice of the user's: the baselines take it (Table 1 runs them this way).
+    # A protocol's restart period and EM starts are no choice of the user's: the baselines take them (Table 1 runs
+    # them this way), and keep their keys; a value chosen for a baseline is an error.
     assert RunConfig.protocol("earlier", method="pckmeans").restart_every == 10
+    for method in ("pckmeans", "vade"):
+        assert RunConfig.protocol("earlier", method=method).key() == RunConfig(method=method, **EARLIER_DEFAULTS).key()
+        assert RunConfig(method=method).key() == RunConfig(method=method, init_em_starts=10).key()
+    with pytest.raises(ValueError, match="init_em_starts applies to method dcgmm or vade only"):
+        RunConfig(method="sdec", init_em_starts=5)
     paper = RunConfig.protocol("paper", seed=3)
     assert (paper.cluster_init, paper.pretrain_epochs, paper.epochs, paper.lr_schedule, paper.seed) == (
         "gmm",
