@@ -34,6 +34,18 @@ def links(y, num_pairs=300, link_type="both", seed=0):
     return ConstraintSet.from_labels(y, num_pairs, link_type=link_type, seed=seed)
 
 
+def tiny_model(input_dim):
+    """A DC-GMM with K = 3, D = 2 and one hidden layer of 16 units each way, on inputs of ``input_dim``."""
+    return DCGMM(
+        (input_dim,),
+        num_clusters=3,
+        latent_dim=2,
+        seed=0,
+        encoder=MLPEncoder(2, hidden_units=(16,), name="encoder"),
+        decoder=MLPDecoder(input_dim, hidden_units=(16,), name="decoder"),
+    )
+
+
 def latent_class_on_embeddings(*args, **kwargs):
     """latent_class_start without the link metric: the grouping alone."""
     return latent_class_start(*args, metric=False, **kwargs)
@@ -190,14 +202,7 @@ def test_latent_class_restart_from_the_current_clusters_keeps_their_numbering():
 
 def test_init_clusters_sets_the_models_mixture():
     x = np.random.default_rng(0).random((120, 8)).astype(np.float32)
-    model = DCGMM(
-        (8,),
-        num_clusters=3,
-        latent_dim=2,
-        seed=0,
-        encoder=MLPEncoder(2, hidden_units=(16,), name="encoder"),
-        decoder=MLPDecoder(8, hidden_units=(16,), name="decoder"),
-    )
+    model = tiny_model(8)
     y = np.arange(120) % 3
     start = init_clusters(model, x, links(y, 60), "latent_class", num_components=6, seed=0)
     np.testing.assert_allclose(model.cluster_means.numpy(), start.means, rtol=1e-5)
@@ -215,14 +220,7 @@ def test_cluster_restart_regroups_the_mixture_every_n_epochs_and_after_the_last(
     y = np.arange(240) % 3
     x = np.clip(0.2 + 0.3 * np.eye(3)[y].repeat(4, axis=1) + rng.normal(0, 0.05, (240, 12)), 0, 1).astype(np.float32)
     constraints = links(y, 100)
-    model = DCGMM(
-        (12,),
-        num_clusters=3,
-        latent_dim=2,
-        seed=0,
-        encoder=MLPEncoder(2, hidden_units=(16,), name="encoder"),
-        decoder=MLPDecoder(12, hidden_units=(16,), name="decoder"),
-    )
+    model = tiny_model(12)
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
     restarted = []
 
@@ -263,14 +261,7 @@ def test_the_ems_random_starts_reach_the_start_and_every_restart(monkeypatch):
     monkeypatch.setattr(cluster_init, "fit_latent_classes", recording)
     x = np.random.default_rng(0).random((120, 8)).astype(np.float32)
     constraints = links(np.arange(120) % 3, 60)
-    model = DCGMM(
-        (8,),
-        num_clusters=3,
-        latent_dim=2,
-        seed=0,
-        encoder=MLPEncoder(2, hidden_units=(16,), name="encoder"),
-        decoder=MLPDecoder(8, hidden_units=(16,), name="decoder"),
-    )
+    model = tiny_model(8)
     start_mixture(model, x, "latent_class", constraints, num_components=6)
     start_mixture(model, x, "latent_class", constraints, num_components=6, em_starts=5)
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
