@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dcgmm_tf.cluster_count import CHOICE_RULES, MIXTURE_WEIGHTS
-from dcgmm_tf.cluster_init import LINK_START_STRATEGIES, START_STRATEGIES
+from dcgmm_tf.cluster_init import LATENT_CLASS_STARTS, LINK_START_STRATEGIES, START_STRATEGIES
 from dcgmm_tf.constraints import LINK_TYPES
 from dcgmm_tf.distribute import DISTRIBUTION_STRATEGIES
 from dcgmm_tf.losses import PAIR_LOSSES
@@ -197,7 +197,7 @@ class RunConfig:
         rule=(lambda v: v == 0 or v >= 2, "0 (automatic) or at least 2"),
     )
     init_em_starts: int = setting(
-        3,
+        LATENT_CLASS_STARTS,
         "With cluster_init=latent_class (dcgmm): random starts of the EM that groups the components by the pairs, "
         "at the start and every restart (3 since issue 22; 10 before, which protocol earlier keeps).",
         lower=1,
