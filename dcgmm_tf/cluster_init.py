@@ -438,7 +438,7 @@ def cluster_start(
     if strategy == "merge":
         return merge_start(z, constraints, num_clusters, num_components, seed, min_variance)
     return latent_class_start(
-        z, constraints, num_clusters, num_components, seed, em_starts, current=current, min_variance=min_variance
+        z, constraints, num_clusters, num_components, seed, n_init=em_starts, current=current, min_variance=min_variance
     )
 
 
