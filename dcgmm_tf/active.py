@@ -42,7 +42,7 @@ from sklearn.cluster import KMeans
 from sklearn.decomposition import PCA
 from sklearn.neighbors import NearestNeighbors
 
-from dcgmm_tf.cluster_init import default_components, fit_latent_classes, link_metric
+from dcgmm_tf.cluster_init import LATENT_CLASS_STARTS, default_components, fit_latent_classes, link_metric
 from dcgmm_tf.constraints import ConstraintSet, flip_probability
 
 SELECTION_STRATEGIES = ("random", "uncertain", "explore", "consolidate", "anchor", "disagree")
@@ -246,7 +246,7 @@ def _components(z: np.ndarray, p: np.ndarray, constraints: ConstraintSet, rng: n
             sizes,
             k,
             seed=int(rng.integers(2**31)),
-            n_init=3,
+            n_init=LATENT_CLASS_STARTS,
             warm_start=counts,
         )
         theta = np.exp(log_p)

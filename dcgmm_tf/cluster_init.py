@@ -242,7 +242,7 @@ def fit_latent_classes(
     component_sizes: np.ndarray,
     num_clusters: int,
     seed: int = 0,
-    n_init: int = 10,
+    n_init: int = LATENT_CLASS_STARTS,
     max_iter: int = 300,
     smoothing: float = 0.1,
     tol: float = 1e-7,
