@@ -109,3 +109,19 @@ def parsed_flags(argv: list[str]) -> Iterator[flags.FlagValues]:
         yield flags.FLAGS
     finally:
         flags.FLAGS.unparse_flags()
+
+
+def recorded_em_starts(monkeypatch) -> list:
+    """The ``n_init`` of every call of ``cluster_init.fit_latent_classes`` from now on, in order (the call runs as
+    before)."""
+    from dcgmm_tf import cluster_init
+
+    starts = []
+    fit = cluster_init.fit_latent_classes
+
+    def recording(*args, **kwargs):
+        starts.append(kwargs["n_init"])
+        return fit(*args, **kwargs)
+
+    monkeypatch.setattr(cluster_init, "fit_latent_classes", recording)
+    return starts

@@ -16,6 +16,7 @@ from dcgmm_tf.cluster_init import (
     moment_match,
 )
 from dcgmm_tf.constraints import flip_probability
+from tests.helpers import recorded_em_starts
 
 # Six tight blobs on a line; classes pair blobs that are NOT neighbours, so the geometry alone (a GMM with K = 3)
 # groups them wrongly and only the links can tell which blobs belong together.
@@ -251,14 +252,7 @@ def test_the_ems_random_starts_reach_the_start_and_every_restart(monkeypatch):
     from dcgmm_tf.data import constrained_dataset
     from dcgmm_tf.pretraining import start_mixture
 
-    starts = []
-    fit = cluster_init.fit_latent_classes
-
-    def recording(*args, **kwargs):
-        starts.append(kwargs["n_init"])
-        return fit(*args, **kwargs)
-
-    monkeypatch.setattr(cluster_init, "fit_latent_classes", recording)
+    starts = recorded_em_starts(monkeypatch)
     x = np.random.default_rng(0).random((120, 8)).astype(np.float32)
     constraints = links(np.arange(120) % 3, 60)
     model = tiny_model(8)

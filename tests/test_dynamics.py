@@ -81,17 +81,10 @@ def test_dynamics_records_every_epoch_without_changing_the_run(tmp_path):
 
 
 def test_the_runner_gives_its_em_starts_to_the_start_and_every_restart(tmp_path, monkeypatch):
-    from dcgmm_tf import cluster_init
     from experiments import run
+    from tests.helpers import recorded_em_starts
 
-    starts = []
-    fit = cluster_init.fit_latent_classes
-
-    def recording(*args, **kwargs):
-        starts.append(kwargs["n_init"])
-        return fit(*args, **kwargs)
-
-    monkeypatch.setattr(cluster_init, "fit_latent_classes", recording)
+    starts = recorded_em_starts(monkeypatch)
     run.run(*_tiny_run(tmp_path, "em", init_em_starts=2))
     assert starts == [2, 2, 2]  # the start, the restart after epoch 2 and the one after the last
 
