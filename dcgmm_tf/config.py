@@ -16,6 +16,7 @@ from typing import Any
 from dcgmm_tf.cluster_count import CHOICE_RULES, MIXTURE_WEIGHTS
 from dcgmm_tf.cluster_init import LATENT_CLASS_STARTS, LINK_START_STRATEGIES, START_STRATEGIES
 from dcgmm_tf.constraints import LINK_TYPES
+from dcgmm_tf.data.features import INPUT_FEATURES
 from dcgmm_tf.distribute import DISTRIBUTION_STRATEGIES
 from dcgmm_tf.losses import PAIR_LOSSES
 from dcgmm_tf.model import KL_ESTIMATORS
@@ -262,6 +263,13 @@ class RunConfig:
         "Networks: the paper's MLP, or the appendix's VGG-like conv nets (image data sets only).",
         choices=("mlp", "vgg"),
     )
+    input_features: str = setting(
+        "pixels",
+        "What the networks read of each image: its pixels (the paper's) or hog, the histograms of oriented gradients "
+        "of each grey image (not the paper's: see dcgmm_tf.data.features; MLP only).",
+        choices=INPUT_FEATURES,
+        legacy="pixels",
+    )
     vgg_filters: tuple[int, ...] = setting(
         (32, 64),
         "Filters of the VGG blocks (paper: 32,64 for 64x64x1 frames, 64,128 for faces).",
@@ -353,6 +361,10 @@ class RunConfig:
             raise ValueError(
                 f"restart_every needs cluster_init merge or latent_class (or restart_every 0), "
                 f"got cluster_init {self.cluster_init}."
+            )
+        if self.input_features != "pixels" and self.architecture != "mlp":
+            raise ValueError(
+                f"input_features={self.input_features} needs architecture mlp (no images reach the network)."
             )
         if self.init_labels_per_class and self.cluster_init != "labels":
             raise ValueError("init_labels_per_class needs cluster_init labels.")

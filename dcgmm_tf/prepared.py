@@ -19,6 +19,7 @@ from dcgmm_tf import validation
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.constraints import ConstraintSet, spread
 from dcgmm_tf.data import DataSplits
+from dcgmm_tf.data.features import with_input_features
 
 
 class Inputs(NamedTuple):
@@ -176,7 +177,7 @@ def prepare_run(
         train, test = subset_indices(data, config)
     else:
         train, test = np.arange(len(data.x_train)), np.arange(len(data.x_test))
-    data = _cut(data, train, test)
+    data = with_input_features(_cut(data, train, test), config.input_features)
     validation.check_data(
         data.x_train, data.y_train, num_clusters=num_clusters or None, likelihood=data.likelihood, name="x_train"
     )
