@@ -97,6 +97,21 @@ def test_session_answered_from_labels_is_the_simulated_loop_and_resumes(toy, tmp
     assert len(list((tmp_path / "label").glob("model-*.weights.h5"))) == 1  # only the last weights are kept
 
 
+def test_a_session_refuses_what_a_person_cannot_answer(tmp_path):
+    config, runtime = toy_loop_configs(tmp_path)
+    digits = load_dataset("digits")
+    for changes, message in (
+        ({"method": "vade"}, "needs method dcgmm"),
+        ({"input_features": "hog"}, "needs input_features pixels"),
+    ):
+        bad = dataclasses.replace(config, dataset="digits", **changes)
+        with pytest.raises(ValueError, match=message):
+            LabellingSession(bad, digits, tmp_path / "label", SCHEDULE, "anchor", runtime)
+    with pytest.raises(ValueError, match="strategy must be one of"):
+        LabellingSession(config, digits, tmp_path / "label", SCHEDULE, "closest", runtime)
+    assert not (tmp_path / "label").exists()  # refused before anything is written
+
+
 def wait_idle(client, timeout=120):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

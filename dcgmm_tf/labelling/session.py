@@ -89,6 +89,11 @@ class LabellingSession:
             raise ValueError(f"labelling needs method dcgmm, got {config.method}")
         if strategy not in active.SELECTION_STRATEGIES:
             raise ValueError(f"strategy must be one of {active.SELECTION_STRATEGIES}, got {strategy!r}")
+        if config.input_features != "pixels":
+            raise ValueError(
+                f"labelling shows the samples the network reads, so it needs input_features pixels, "
+                f"got {config.input_features} (a person cannot compare two HOG vectors)"
+            )
         self.config, self.schedule, self.strategy, self.runtime, self.typical = (
             config,
             schedule,
