@@ -2,7 +2,8 @@
 
 Modules: `dataset` (the `DataSplits` type), `paths` (where files are searched), `registry` (named data sets and
 their loaders `mnist`, `reuters`, `stl10`, `utkface`), `npz` and `image_folder` (your own data), `datasets`
-(`load_dataset`), `splits` and `pipeline`. Loaders import `dataset`, `paths` and `splits`, never `datasets`.
+(`load_dataset`), `splits`, `pipeline` and `features` (what the networks read of an image: pixels or HOG).
+Loaders import `dataset`, `paths` and `splits`, never `datasets`.
 """
 
 from dcgmm_tf.data.dataset import DataSplits
