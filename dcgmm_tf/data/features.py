@@ -7,7 +7,7 @@ each square cell of ``cell`` x ``cell`` pixels holds the mean magnitude per orie
 block of ``block`` x ``block`` neighbouring cells is normalised by L2-Hys (scaled to unit L2 norm, clipped at 0.2,
 scaled again). The features are the blocks' histograms side by side, in the layout of scikit-image's ``hog`` with
 its defaults (``block_norm="L2-Hys"``, no gamma correction), whose values they match (checked to 1e-7 on
-Fashion-MNIST). The computation is vectorised over the images, so a data set's features take seconds.
+Fashion-MNIST). The computation is vectorised over the images: Fashion-MNIST's 70,000 take under a minute on 2 cores.
 """
 
 from __future__ import annotations
