@@ -106,3 +106,26 @@ def test_a_run_on_hog_features_trains_and_spreads_its_answers_there(tmp_path):
     result = evaluation.train_and_evaluate(config, data, runtime)
     assert result.trained.model.encoder.weights[0].shape[0] == 36  # the first layer reads the 36 features
     assert 0.3 < result.row["acc"] <= 1 and result.row["n_train"] == len(data.x_train)
+
+
+def test_the_estimator_clusters_hog_features_given_as_its_input():
+    from dcgmm_tf.data import hog_features as exported
+    from dcgmm_tf.estimator import DCGMMClustering
+
+    assert exported is hog_features  # the README's import for estimator users
+    digits = load_dataset("digits")
+    images, y = digits.x_train[:240].reshape(-1, 8, 8), digits.y_train[:240]
+    same = [(i, j) for i, j in zip(np.flatnonzero(y == 0)[:10], np.flatnonzero(y == 0)[10:20])]
+    est = DCGMMClustering(
+        3,
+        latent_dim=2,
+        epochs=2,
+        pretrain_epochs=0,
+        batch_size=32,
+        random_state=0,
+        hidden_units=(32, 32),
+        choice_tuning_epochs=0,
+    ).fit(hog_features(images), ml=same)
+    assert est.n_features_in_ == 36 and est.likelihood_ == "bernoulli" and est.labels_.shape == (240,)
+    with pytest.raises(ValueError):
+        est.predict(images.reshape(240, -1))  # the pixels are not what it was fitted on

@@ -8,7 +8,8 @@ Loaders import `dataset`, `paths` and `splits`, never `datasets`.
 
 from dcgmm_tf.data.dataset import DataSplits
 from dcgmm_tf.data.datasets import load_dataset
+from dcgmm_tf.data.features import hog_features
 from dcgmm_tf.data.mnist import read_idx
 from dcgmm_tf.data.pipeline import constrained_dataset, epoch_batches
 
-__all__ = ["DataSplits", "constrained_dataset", "epoch_batches", "load_dataset", "read_idx"]
+__all__ = ["DataSplits", "constrained_dataset", "epoch_batches", "hog_features", "load_dataset", "read_idx"]
