@@ -5,10 +5,12 @@ import dataclasses
 import numpy as np
 import pytest
 
+from dcgmm_tf import data as data_package
 from dcgmm_tf import evaluation, prepared
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.data import load_dataset
 from dcgmm_tf.data.features import hog_features, hog_size, with_input_features
+from dcgmm_tf.estimator import DCGMMClustering
 
 
 def hog_reference(image, cell, orientations, block):
@@ -109,10 +111,7 @@ def test_a_run_on_hog_features_trains_and_spreads_its_answers_there(tmp_path):
 
 
 def test_the_estimator_clusters_hog_features_given_as_its_input():
-    from dcgmm_tf.data import hog_features as exported
-    from dcgmm_tf.estimator import DCGMMClustering
-
-    assert exported is hog_features  # the README's import for estimator users
+    assert data_package.hog_features is hog_features  # the README's import for estimator users
     digits = load_dataset("digits")
     images, y = digits.x_train[:240].reshape(-1, 8, 8), digits.y_train[:240]
     same = [(i, j) for i, j in zip(np.flatnonzero(y == 0)[:10], np.flatnonzero(y == 0)[10:20])]
