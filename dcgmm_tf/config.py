@@ -265,8 +265,9 @@ class RunConfig:
     )
     input_features: str = setting(
         "pixels",
-        "What the networks read of each image: its pixels (the paper's) or hog, the histograms of oriented gradients "
-        "of each grey image (not the paper's: see dcgmm_tf.data.features; MLP only).",
+        "What the networks read of each image: its pixels (the paper's); hog, the histograms of oriented gradients "
+        "of each grey image; or hog_scaled, each HOG feature divided by its maximum over the training split (neither "
+        "is the paper's: see dcgmm_tf.data.features; MLP only).",
         choices=INPUT_FEATURES,
         legacy="pixels",
     )

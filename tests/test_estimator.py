@@ -21,19 +21,9 @@ from sklearn.utils import estimator_checks
 from dcgmm_tf import ConstraintSet
 from dcgmm_tf.baselines import PCKMeans
 from dcgmm_tf.estimator import DCGMMClustering
-from tests.helpers import toy_data
+from tests.helpers import TINY, toy_data
 
-# No pretraining where a test is about something else: a tiny fit's time is the tracing of its steps, and the
-# autoencoder's would add a third of it. PRETRAINED keeps one epoch where the pretraining is part of what is tested.
-TINY = {
-    "latent_dim": 2,
-    "epochs": 2,
-    "pretrain_epochs": 0,
-    "batch_size": 32,
-    "random_state": 0,
-    "hidden_units": (32, 32),
-    "choice_tuning_epochs": 0,  # "auto" tunes four folds for about 1,200 steps each
-}
+# PRETRAINED keeps one epoch of pretraining where the pretraining is part of what is tested.
 PRETRAINED = {**TINY, "pretrain_epochs": 1}
 PAPER_TINY = {**TINY, "hidden_units": (500, 500, 2000)}  # the paper's network, where a test needs it
 

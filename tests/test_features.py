@@ -1,4 +1,5 @@
-"""HOG input features: the vectorised maths against a per-image loop, their properties, and the run that reads them."""
+"""HOG input features: the vectorised maths against a per-image loop, their scaling against numpy, their properties,
+and the run that reads them."""
 
 import dataclasses
 
@@ -9,8 +10,9 @@ from dcgmm_tf import data as data_package
 from dcgmm_tf import evaluation, prepared
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.data import load_dataset
-from dcgmm_tf.data.features import hog_features, hog_size, with_input_features
+from dcgmm_tf.data.features import hog_features, hog_size, scaled_to_train_maximum, with_input_features
 from dcgmm_tf.estimator import DCGMMClustering
+from tests.helpers import TINY
 
 
 def hog_reference(image, cell, orientations, block):
@@ -64,6 +66,20 @@ def test_hog_refuses_what_it_cannot_compute():
         hog_features(np.zeros((2, 6, 6)))
 
 
+def test_scaling_divides_each_feature_by_its_training_maximum_and_clips_the_test_split():
+    rng = np.random.default_rng(0)
+    x_train = (rng.random((50, 6)) * [0.1, 0.2, 0.3, 0.5, 1.0, 0.0]).astype(np.float32)  # the last one is all zero
+    x_test = (rng.random((20, 6)) * 0.4).astype(np.float32)  # beyond the training maxima in the first 3
+    train, test = scaled_to_train_maximum(x_train, x_test)
+    top = x_train.max(axis=0)
+    np.testing.assert_allclose(train[:, :5], x_train[:, :5] / top[:5], rtol=1e-6)
+    np.testing.assert_allclose(test[:, :5], np.minimum(x_test[:, :5] / top[:5], 1.0), rtol=1e-6)
+    np.testing.assert_array_equal(train[:, 5], 0)  # zero in training: kept as it is
+    np.testing.assert_array_equal(test[:, 5], x_test[:, 5])
+    assert train.dtype == test.dtype == np.float32 and np.array_equal(train.max(axis=0)[:5], np.ones(5, np.float32))
+    assert test.max() == 1 and (test[:, :3] == 1).any() and test.min() >= 0
+
+
 def test_the_features_of_a_data_set_and_what_they_refuse():
     digits = load_dataset("digits")
     assert with_input_features(digits, "pixels") is digits
@@ -71,6 +87,11 @@ def test_the_features_of_a_data_set_and_what_they_refuse():
     assert hog.x_train.shape == (len(digits.x_train), 36) and hog.x_test.shape == (len(digits.x_test), 36)
     np.testing.assert_array_equal(hog.x_train, hog_features(digits.x_train.reshape(-1, 8, 8)))
     assert hog.likelihood == "bernoulli" and hog.image_shape is None and np.array_equal(hog.y_train, digits.y_train)
+    scaled = with_input_features(digits, "hog_scaled")
+    want_train, want_test = scaled_to_train_maximum(hog.x_train, hog.x_test)  # the maxima of the training split
+    np.testing.assert_array_equal(scaled.x_train, want_train)
+    np.testing.assert_array_equal(scaled.x_test, want_test)
+    assert scaled.likelihood == "bernoulli" and scaled.image_shape is None and scaled.x_train.max() == 1
     with pytest.raises(ValueError, match="needs grey images"):
         with_input_features(hog, "hog")  # no images any more
     rgb = dataclasses.replace(
@@ -82,6 +103,8 @@ def test_the_features_of_a_data_set_and_what_they_refuse():
         with_input_features(digits, "sift")
     with pytest.raises(ValueError, match="needs architecture mlp"):
         RunConfig(input_features="hog", architecture="vgg")
+    with pytest.raises(ValueError, match="needs architecture mlp"):
+        RunConfig(input_features="hog_scaled", architecture="vgg")
 
 
 def test_a_run_on_hog_features_trains_and_spreads_its_answers_there(tmp_path):
@@ -115,16 +138,7 @@ def test_the_estimator_clusters_hog_features_given_as_its_input():
     digits = load_dataset("digits")
     images, y = digits.x_train[:240].reshape(-1, 8, 8), digits.y_train[:240]
     same = [(i, j) for i, j in zip(np.flatnonzero(y == 0)[:10], np.flatnonzero(y == 0)[10:20])]
-    est = DCGMMClustering(
-        3,
-        latent_dim=2,
-        epochs=2,
-        pretrain_epochs=0,
-        batch_size=32,
-        random_state=0,
-        hidden_units=(32, 32),
-        choice_tuning_epochs=0,
-    ).fit(hog_features(images), ml=same)
+    est = DCGMMClustering(3, **TINY).fit(hog_features(images), ml=same)
     assert est.n_features_in_ == 36 and est.likelihood_ == "bernoulli" and est.labels_.shape == (240,)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="expecting 36 features"):
         est.predict(images.reshape(240, -1))  # the pixels are not what it was fitted on

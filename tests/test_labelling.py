@@ -103,6 +103,7 @@ def test_a_session_refuses_what_a_person_cannot_answer(tmp_path):
     for changes, message in (
         ({"method": "vade"}, "needs method dcgmm"),
         ({"input_features": "hog"}, "needs input_features pixels"),
+        ({"input_features": "hog_scaled"}, "needs input_features pixels"),
     ):
         bad = dataclasses.replace(config, dataset="digits", **changes)
         with pytest.raises(ValueError, match=message):
