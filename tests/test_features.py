@@ -78,6 +78,10 @@ def test_scaling_divides_each_feature_by_its_training_maximum_and_clips_the_test
     np.testing.assert_array_equal(test[:, 5], x_test[:, 5])
     assert train.dtype == test.dtype == np.float32 and np.array_equal(train.max(axis=0)[:5], np.ones(5, np.float32))
     assert test.max() == 1 and (test[:, :3] == 1).any() and test.min() >= 0
+    with pytest.raises(ValueError, match="non-negative"):
+        scaled_to_train_maximum(x_train - 0.5, x_test)
+    with pytest.raises(ValueError, match="same F"):
+        scaled_to_train_maximum(x_train, x_test[:, :5])
 
 
 def test_the_features_of_a_data_set_and_what_they_refuse():

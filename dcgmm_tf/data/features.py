@@ -96,7 +96,14 @@ def scaled_to_train_maximum(x_train: np.ndarray, x_test: np.ndarray) -> tuple[np
 
     Returns:
       ``x_train`` and ``x_test`` scaled, each ``[N, F]`` float32 with values in [0, 1].
+
+    Raises:
+      ValueError: On arrays that are not ``[N, F]`` with the same F, an empty ``x_train``, or a negative value.
     """
+    if x_train.ndim != 2 or x_test.ndim != 2 or x_train.shape[1] != x_test.shape[1] or not len(x_train):
+        raise ValueError(f"need [N, F] arrays with the same F, got {x_train.shape} and {x_test.shape}")
+    if x_train.min() < 0 or (len(x_test) and x_test.min() < 0):
+        raise ValueError("the features to scale must be non-negative (a maximum does not scale negative values)")
     top = x_train.max(axis=0)
     top[top == 0] = 1
     return (x_train / top).astype(np.float32), np.minimum(x_test / top, 1).astype(np.float32)
