@@ -29,8 +29,9 @@ flags.DEFINE_enum(
     "default",
     list(PROTOCOLS),
     "Named settings under the other flags: default (this library's recipe), paper (the paper's protocol: gmm start, "
-    "10 pretraining and 500 epochs, staircase decay) or earlier (the defaults before the recipe, with which older "
-    "rows were recorded); see dcgmm_tf.config.PROTOCOLS. A flag given on the command line wins over the protocol.",
+    "10 pretraining and 500 epochs, staircase decay), variant (not the paper's: the log-likelihood pair term on "
+    "scaled HOG features, 20 epochs), untuned or earlier (the defaults before the recipe, with which older rows "
+    "were recorded); see dcgmm_tf.config.PROTOCOLS. A flag given on the command line wins over the protocol.",
 )
 
 

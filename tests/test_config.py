@@ -162,8 +162,12 @@ def test_protocols_name_the_paper_and_the_earlier_defaults():
     )
     assert paper.spread_neighbours == RunConfig.protocol("earlier").spread_neighbours == 0  # the answers alone
     assert RunConfig.protocol("earlier", epochs=7).epochs == 7
+    # The variant's rows (docs/results/fashion/variant) were measured with its flags and keep their key.
+    variant = RunConfig.protocol("variant")
+    assert variant == RunConfig(pair_loss="likelihood", input_features="hog_scaled", epochs=20)
+    assert variant.key() == "6549fd9e8be4" and variant.cluster_init == RunConfig().cluster_init
     with pytest.raises(
-        ValueError, match=re.escape("protocol must be one of ['default', 'paper', 'untuned', 'earlier']")
+        ValueError, match=re.escape("protocol must be one of ['default', 'paper', 'variant', 'untuned', 'earlier']")
     ):
         RunConfig.protocol("mine")
 
@@ -176,6 +180,7 @@ def test_protocols_name_the_paper_and_the_earlier_defaults():
         (["--protocol=paper", "--epochs=7"], RunConfig.protocol("paper", epochs=7)),
         (["--protocol=earlier", "--lr_schedule=cosine"], RunConfig.protocol("earlier", lr_schedule="cosine")),
         (["--epochs=100"], RunConfig(epochs=100)),
+        (["--protocol=variant", "--q=0.2"], RunConfig.protocol("variant", q=0.2)),
     ],
 )
 def test_the_runner_takes_a_protocol_and_the_flags_given_win(argv, expected):
