@@ -118,7 +118,7 @@ def test_a_run_on_hog_features_trains_and_spreads_its_answers_there(tmp_path):
         input_features="hog",
         num_constraints=200,
         epochs=2,
-        pretrain_epochs=40,  # a start that clusters (ACC about .55 here; one epoch starts at chance on some CPUs)
+        pretrain_epochs=40,  # a start that clusters (start ACC about .55; one epoch starts at chance on some CPUs)
         pair_tuning_epochs=0,
         latent_dim=4,
         batch_size=64,
@@ -137,7 +137,7 @@ def test_a_run_on_hog_features_trains_and_spreads_its_answers_there(tmp_path):
     assert result.trained.model.encoder.weights[0].shape[0] == 36  # the first layer reads the 36 features
     chance = cluster_accuracy(data.y_test, np.random.default_rng(0).integers(10, size=len(data.y_test)))
     assert result.row["start_acc"] > 2 * chance  # the features' embedding clusters before any pair is used
-    assert 1.5 * chance < result.row["acc"] <= 1 and result.row["n_train"] == len(data.x_train)
+    assert 0.3 < result.row["acc"] <= 1 and result.row["n_train"] == len(data.x_train)
 
 
 def test_the_estimator_clusters_hog_features_given_as_its_input():
