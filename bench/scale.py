@@ -14,7 +14,7 @@ resident memory (``ru_maxrss``) is its own; the data alone is N x 784 x 4 bytes.
 
 Memory: ``framework_gb`` is the peak before the data exists (TensorFlow, the model); ``peak_gb`` the peak of the
 whole recipe, and ``peak_after`` the peak after each part, so the part that sets it shows; ``peak_over_data`` is
-(``peak_gb`` - ``framework_gb``) / ``data_gb``, the data itself included (issue 24's goal: at most 3).
+(``peak_gb`` - ``framework_gb``) / ``data_gb``, the data itself included (the goal: at most 3).
 """
 
 from __future__ import annotations

@@ -42,7 +42,8 @@ from sklearn.cluster import KMeans
 from sklearn.decomposition import PCA
 from sklearn.neighbors import NearestNeighbors
 
-from dcgmm_tf.cluster_init import LATENT_CLASS_STARTS, default_components, fit_latent_classes, link_metric
+from dcgmm_tf.cluster_init import default_components, fit_latent_classes, link_metric
+from dcgmm_tf.config import LATENT_CLASS_STARTS
 from dcgmm_tf.constraints import ConstraintSet, flip_probability
 
 SELECTION_STRATEGIES = ("random", "uncertain", "explore", "consolidate", "anchor", "disagree")

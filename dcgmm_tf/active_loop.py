@@ -19,7 +19,7 @@ import keras
 import numpy as np
 
 from dcgmm_tf import active, metrics
-from dcgmm_tf.config import RunConfig, RuntimeConfig, check_fields, setting
+from dcgmm_tf.config import RunConfig, RuntimeConfig, check_fields, setting, settings_hash
 from dcgmm_tf.constraints import ConstraintSet, default_alpha
 from dcgmm_tf.data import DataSplits
 from dcgmm_tf.model import DCGMM
@@ -27,7 +27,7 @@ from dcgmm_tf.prepared import PreparedRun, prepare_run, training_pairs
 from dcgmm_tf.pretraining import load_cached_weights, save_cached_weights
 from dcgmm_tf.process_state import precision_policy
 from dcgmm_tf.starting import started_model
-from dcgmm_tf.storage import array_hash, exclusive, settings_hash
+from dcgmm_tf.storage import array_hash, exclusive
 from dcgmm_tf.trainer_base import cache_path, predict_clusters
 from dcgmm_tf.training import fit_config
 

@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from dcgmm_tf import cluster_init, metrics
+from dcgmm_tf.config import LATENT_CLASS_STARTS
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.storage import read_checked, write_atomically
 
@@ -69,7 +70,7 @@ class ClusterRestart(keras.callbacks.Callback):
         strategy: str = "latent_class",
         num_components: int | None = None,
         seed: int = 0,
-        em_starts: int = cluster_init.LATENT_CLASS_STARTS,
+        em_starts: int = LATENT_CLASS_STARTS,
     ):
         super().__init__()
         cluster_init.check_strategy(strategy)

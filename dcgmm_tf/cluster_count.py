@@ -55,6 +55,7 @@ from sklearn.mixture import GaussianMixture
 from threadpoolctl import threadpool_limits
 
 from dcgmm_tf.cluster_init import link_metric
+from dcgmm_tf.config import CHOICE_RULES, MIXTURE_WEIGHTS
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.constraints.confidence import flip_probability
 
@@ -63,8 +64,6 @@ if TYPE_CHECKING:
 
 DEFAULT_CANDIDATES = tuple(range(2, 31))
 SPLIT_SEED_STEP = 7919  # split s of the pairs into folds (and its GMMs) uses seed + s * SPLIT_SEED_STEP
-MIXTURE_WEIGHTS = ("equal", "fitted")  # the candidate GMMs' weights: 1/K (the default) or EM's
-CHOICE_RULES = ("one_se", "best")  # with both link types: the smallest K that ties the best, or the best
 TOLERANCE = 0.05  # share of the candidates' score range counted as a tie with the best (at least one error)
 PROBE_HELD_OUT = 0.25  # share of each link type the probes are scored on
 MIN_PROBE_PAIRS = 10  # probes need at least this many held-out pairs of each link type
@@ -255,8 +254,8 @@ def choose_num_clusters(
       fold_embedding: The embeddings [N, D] made with a fold's training pairs, called once per fold: e.g. the
         autoencoder tuned with them, as the fit then tunes it with all pairs, so that no held-out pair has shaped
         the embedding it is scored on. None: ``z`` for every fold.
-      weights: The candidate GMMs' weights: ``"equal"`` (1/K, DC-GMM's prior) or ``"fitted"`` (EM's, the choice
-        before 2026-11-30). The BIC without pairs always fits them.
+      weights: The candidate GMMs' weights: ``"equal"`` (1/K, DC-GMM's prior) or ``"fitted"`` (EM's). The BIC
+        without pairs always fits them.
       splits: Random splits of the pairs into folds (repeated cross-validation). With more than one and both link
         types, the candidates that tie the best on the first split, and their two neighbours, are scored again on
         ``splits - 1`` more splits (each with its own GMM seeds and fit rows), and ``rule`` chooses among them on

@@ -27,6 +27,7 @@ from scipy import linalg, sparse
 from sklearn.cluster import KMeans
 from sklearn.mixture import GaussianMixture
 
+from dcgmm_tf.config import LATENT_CLASS_STARTS, START_STRATEGIES
 from dcgmm_tf.constraints import ConstraintSet, flip_probability
 
 
@@ -121,9 +122,6 @@ def gmm_start(z: np.ndarray, num_clusters: int, seed: int = 0) -> ClusterStart:
     return ClusterStart(gmm.means_, gmm.covariances_, gmm.predict(z))
 
 
-# The latent class EM's random starts: 3 since issue 22, 10 before (measured against each other on the default's
-# protocol in docs/reproduction.md); RunConfig.protocol("earlier") keeps 10.
-LATENT_CLASS_STARTS = 3
 KMEANS_INITS = 10  # k-means runs from this many k-means++ seedings and keeps the one of least inertia
 
 
@@ -401,10 +399,6 @@ def latent_class_start(
     )
     means, variances = moment_match(z, assignments, num_clusters, min_variance)
     return ClusterStart(means, variances, assignments)
-
-
-START_STRATEGIES = ("gmm", "kmeans", "merge", "latent_class")
-LINK_START_STRATEGIES = ("merge", "latent_class")  # the strategies that use the constraints
 
 
 def check_strategy(strategy: str) -> None:

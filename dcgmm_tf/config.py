@@ -9,18 +9,30 @@ run's identity: equal keys mean the same configuration (the seed is a results co
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 from collections.abc import Callable
 from typing import Any
 
-from dcgmm_tf.cluster_count import CHOICE_RULES, MIXTURE_WEIGHTS
-from dcgmm_tf.cluster_init import LATENT_CLASS_STARTS, LINK_START_STRATEGIES, START_STRATEGIES
-from dcgmm_tf.constraints import LINK_TYPES
-from dcgmm_tf.data.features import INPUT_FEATURES
-from dcgmm_tf.distribute import DISTRIBUTION_STRATEGIES
-from dcgmm_tf.losses import PAIR_LOSSES
-from dcgmm_tf.model import KL_ESTIMATORS
-from dcgmm_tf.storage import settings_hash
+# The settings' vocabularies. This module imports nothing from the library (so that reading a config or a flag
+# loads no TensorFlow); the modules that act on a setting import its vocabulary from here.
+KL_ESTIMATORS = ("sample", "analytic")  # the cluster KL: single-sample SGVB or closed-form expectations
+PAIR_LOSSES = ("paper", "likelihood")  # the pairwise term: the paper's Eq. 10 or the links' log-likelihood
+LINK_TYPES = ("both", "must", "cannot")  # which links are drawn from labels
+INPUT_FEATURES = ("pixels", "hog", "hog_scaled")  # what the networks read of an image
+DISTRIBUTION_STRATEGIES = ("default", "mirrored", "multiworker")  # tf.distribute strategies
+START_STRATEGIES = ("gmm", "kmeans", "merge", "latent_class")  # starts of the mixture from the embeddings
+LINK_START_STRATEGIES = ("merge", "latent_class")  # the starts that use the pairs
+LATENT_CLASS_STARTS = 3  # random starts of the latent class EM (3 and 10 compared: docs/findings.md)
+MIXTURE_WEIGHTS = ("equal", "fitted")  # the choice of K's GMM weights: 1/K (the default) or EM's
+CHOICE_RULES = ("one_se", "best")  # with both link types: the smallest K that ties the best, or the best
+
+
+def settings_hash(settings: dict[str, Any]) -> str:
+    """A short stable hash of JSON-serialisable settings (12 hex digits; key order does not matter)."""
+    return hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
 
 METHODS = ("dcgmm", "vade", "pckmeans", "sdec", "cidec")
 MIXTURE_METHODS = ("dcgmm", "vade")  # the methods with a Gaussian mixture to start and restart
@@ -30,6 +42,7 @@ MIXED_PRECISION_POLICIES = {"off": "float32", "bf16": "mixed_bfloat16", "fp16": 
 
 
 _ALWAYS = object()  # a field that is always part of RunConfig.key()
+KEY_NAMES = {"num_pairs": "num_constraints"}  # fields that key() hashes under their first name, so keys stay
 
 
 def setting(
@@ -105,8 +118,8 @@ class RunConfig:
     5 epochs of tuning the autoencoder with the pairs (``pair_tuning_epochs=5``; the paper: none), 10 epochs (the
     paper: 500), a cosine learning rate (the paper: a staircase) and each answer also given to the pairs one
     nearest neighbour away from either end, at half its weight (``spread_neighbours=1``; the paper: the answers
-    alone). ``RunConfig.protocol("paper")`` is the paper's protocol, ``RunConfig.protocol("variant")`` the variant
-    beyond it and ``RunConfig.protocol("earlier")`` the defaults before this recipe (see ``PROTOCOLS``).
+    alone). ``RunConfig.protocol("paper")`` is the paper's protocol and ``RunConfig.protocol("variant")`` the variant
+    beyond it (see ``PROTOCOLS``).
     """
 
     dataset: str = setting(
@@ -122,7 +135,7 @@ class RunConfig:
     seed: int = setting(
         0, "Seed of the data subsets, constraints, initialisation and batches (not part of key()).", lower=0
     )
-    num_constraints: int = setting(6000, "Number of random pairwise constraints drawn from the labels.", lower=0)
+    num_pairs: int = setting(6000, "Number of random pairs drawn from the labels and answered.", lower=0)
     alpha: float | None = setting(
         None,
         "Constraint confidence |W_ij|; default 1e4, or 1000*log((1-q)/q) when "
@@ -141,8 +154,7 @@ class RunConfig:
     spread_neighbours: int = setting(
         1,
         "Spread each answer to the k nearest neighbours (Euclidean, in the input space) of either end of its pair, "
-        "at spread_weight times its weight (not the paper's: see dcgmm_tf.constraints.spread; 1, the default recipe's "
-        "since issue 22; 0: off, the paper's).",
+        "at spread_weight times its weight (not the paper's: see dcgmm_tf.constraints.spread; 0: off, the paper's).",
         lower=0,
         legacy=0,
     )
@@ -155,8 +167,7 @@ class RunConfig:
     pair_tuning_epochs: int = setting(
         5,
         "Epochs of tuning the pretrained autoencoder with the pairs before the start: reconstruction plus a "
-        "contrastive pair term on the embedding (not the paper's: see dcgmm_tf.pair_tuning; 5, the default recipe's "
-        "since issue 22; 0: off, the paper's).",
+        "contrastive pair term on the embedding (not the paper's: see dcgmm_tf.pair_tuning; 0: off, the paper's).",
         lower=0,
         legacy=0,
     )
@@ -200,7 +211,7 @@ class RunConfig:
     init_em_starts: int = setting(
         LATENT_CLASS_STARTS,
         "With cluster_init=latent_class (dcgmm): random starts of the EM that groups the components by the pairs, "
-        "at the start and every restart (3 since issue 22; 10 before, which protocol earlier keeps).",
+        "at the start and every restart.",
         lower=1,
         legacy=10,
         applies=lambda config: config.method == "dcgmm" and config.cluster_init == "latent_class",
@@ -286,7 +297,7 @@ class RunConfig:
     choice_weights: str = setting(
         "equal",
         "With num_clusters=0: the weights of the GMMs the choice of K scores, 'equal' (1/K, the prior DC-GMM trains "
-        "with) or 'fitted' (EM's; the choice before 2026-11-30). See dcgmm_tf.cluster_count.choose_num_clusters.",
+        "with) or 'fitted' (EM's). See dcgmm_tf.cluster_count.choose_num_clusters.",
         choices=MIXTURE_WEIGHTS,
         legacy="fitted",
         applies=lambda config: config.num_clusters == 0,
@@ -294,8 +305,8 @@ class RunConfig:
     choice_splits: int = setting(
         5,
         "With num_clusters=0: random splits of the pairs into folds; the K that tie the best on the first, and "
-        "their neighbours, are scored again on the others and chosen on each pair's mean score (1: one split, the "
-        "choice until 2026-11-30). See dcgmm_tf.cluster_count.choose_num_clusters.",
+        "their neighbours, are scored again on the others and chosen on each pair's mean score (1: one split). "
+        "See dcgmm_tf.cluster_count.choose_num_clusters.",
         lower=1,
         legacy=1,
         applies=lambda config: config.num_clusters == 0,
@@ -304,7 +315,7 @@ class RunConfig:
         "best",
         "With num_clusters=0 and pairs of both link types: 'best', the K of the best score averaged over the "
         "choice_splits among the first split's tie and its neighbours, or 'one_se', the smallest K that ties the "
-        "best (the one-standard-error rule; the choice until 2026-11-30). See "
+        "best (the one-standard-error rule). See "
         "dcgmm_tf.cluster_count.choose_num_clusters.",
         choices=CHOICE_RULES,
         legacy="one_se",
@@ -341,24 +352,18 @@ class RunConfig:
     def __post_init__(self):
         check_fields(self)
         defaults = RunConfig.__dataclass_fields__
-        # Restart periods and EM starts nobody chose: the defaults, those of the named protocols (and no restarts).
-        unchosen = {name: {defaults[name].default} for name in ("restart_every", "init_em_starts")}
-        unchosen["restart_every"].add(0)
-        for name, values in unchosen.items():
-            values |= {p[name] for p in PROTOCOLS.values() if name in p}
-        unchosen_restarts = unchosen["restart_every"]
         if self.method not in MIXTURE_METHODS:  # the baselines have no mixture to start
             for name in ("cluster_init", "init_components"):
                 if getattr(self, name) != defaults[name].default:
                     raise ValueError(f"{name} applies to method dcgmm or vade only (method is {self.method}).")
-            for name, values in unchosen.items():
+            for name, values in UNCHOSEN.items():
                 if getattr(self, name) not in values:
                     raise ValueError(f"{name} applies to method dcgmm or vade only (method is {self.method}).")
             if self.num_clusters == 0:
                 raise ValueError(
                     f"num_clusters=0 (chosen from the pairs) applies to dcgmm or vade only, not {self.method}."
                 )
-        if self.restart_every not in unchosen_restarts and self.cluster_init not in LINK_START_STRATEGIES:
+        if self.restart_every not in UNCHOSEN["restart_every"] and self.cluster_init not in LINK_START_STRATEGIES:
             raise ValueError(
                 f"restart_every needs cluster_init merge or latent_class (or restart_every 0), "
                 f"got cluster_init {self.cluster_init}."
@@ -379,7 +384,7 @@ class RunConfig:
         """The config of a named protocol (see ``PROTOCOLS``) with ``changes`` on top.
 
         Args:
-          name: ``"default"``, ``"paper"``, ``"untuned"`` or ``"earlier"``.
+          name: ``"default"``, ``"paper"`` or ``"variant"``.
           **changes: Fields that replace the protocol's values.
 
         Returns:
@@ -401,20 +406,19 @@ class RunConfig:
         renamed = {f.name: f.metadata["key_values"] for f in dataclasses.fields(self)}
         applies = {f.name: f.metadata["applies"] or (lambda config: True) for f in dataclasses.fields(self)}
         fields = {
-            k: renamed[k].get(v, v)
+            KEY_NAMES.get(k, k): renamed[k].get(v, v)
             for k, v in dataclasses.asdict(self).items()
             if k != "seed" and v != legacy[k] and applies[k](self)
         }
         return settings_hash({k: [str(x) for x in v] if isinstance(v, tuple) else v for k, v in fields.items()})
 
 
-# Named protocols: the fields whose values differ from RunConfig's defaults (the recipe of issue 22: 15 pretraining
-# epochs, 5 of tuning with the pairs, 10 epochs with restarts every 5, cosine, answers spread to nearest neighbours).
-# "paper" is the paper's Fashion-MNIST protocol (its GMM start, 10 pretraining epochs, no tuning, 500 epochs, the
-# staircase decay, the answers alone); "untuned" the default recipe before the tuning with the pairs (40 pretraining
-# epochs, 30 epochs, restarts every 10, 10 random starts of the EM); "earlier" the defaults before the recipe, with
-# which the rows recorded up to then were made (the start as today but for its EM's 10 random starts, restarts every
-# 10, 10 pretraining epochs, 100 epochs, the staircase, no spread).
+# Named protocols: the fields whose values differ from RunConfig's defaults. "default" is this library's recipe (15
+# pretraining epochs, 5 of tuning with the pairs, 10 epochs with restarts every 5, the cosine, answers spread to
+# nearest neighbours); "paper" the paper's Fashion-MNIST protocol (its GMM start, 10 pretraining epochs, no tuning,
+# 500 epochs, the staircase decay, the answers alone); "variant" goes beyond the paper: the log-likelihood pair term,
+# each image's HOG features scaled to their training maxima instead of its pixels (grey images of about 28 x 28
+# pixels) and 20 epochs.
 PAPER_PROTOCOL = {
     "cluster_init": "gmm",
     "pretrain_epochs": 10,
@@ -423,32 +427,12 @@ PAPER_PROTOCOL = {
     "lr_schedule": "staircase",
     "spread_neighbours": 0,
 }
-UNTUNED_DEFAULTS = {
-    "pretrain_epochs": 40,
-    "pair_tuning_epochs": 0,
-    "epochs": 30,
-    "restart_every": 10,
-    "init_em_starts": 10,
-}
-EARLIER_DEFAULTS = {
-    "pretrain_epochs": 10,
-    "init_em_starts": 10,
-    "pair_tuning_epochs": 0,
-    "epochs": 100,
-    "restart_every": 10,
-    "lr_schedule": "staircase",
-    "spread_neighbours": 0,
-}
-# "variant" is the variant beyond the paper (issue 22): the log-likelihood pair term, each image's HOG features scaled
-# to their training maxima instead of its pixels (for grey images of about 28 x 28 pixels) and 20 epochs.
 VARIANT = {"pair_loss": "likelihood", "input_features": "hog_scaled", "epochs": 20}
-PROTOCOLS = {
-    "default": {},
-    "paper": PAPER_PROTOCOL,
-    "variant": VARIANT,
-    "untuned": UNTUNED_DEFAULTS,
-    "earlier": EARLIER_DEFAULTS,
-}
+PROTOCOLS = {"default": {}, "paper": PAPER_PROTOCOL, "variant": VARIANT}
+# Values of restart_every and init_em_starts that a baseline run may carry without having chosen them: the
+# defaults, no restarts, and those of the older recipe whose rows stay reproducible (docs/findings.md), so that one
+# set of flags serves every method of a comparison.
+UNCHOSEN = {"restart_every": frozenset({0, 5, 10}), "init_em_starts": frozenset({LATENT_CLASS_STARTS, 10})}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,10 +19,9 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
+from dcgmm_tf.config import DISTRIBUTION_STRATEGIES
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.data.pipeline import batch_elements, checked_inputs, epoch_arrays, epoch_rows, prefetch_without_autotune
-
-DISTRIBUTION_STRATEGIES = ("default", "mirrored", "multiworker")
 
 
 def make_strategy(name: str = "default") -> tf.distribute.Strategy:

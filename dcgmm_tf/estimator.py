@@ -25,8 +25,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from dcgmm_tf import starting, validation
 from dcgmm_tf.callbacks import ClusterRestart
 from dcgmm_tf.cluster_count import check_candidates, choose_num_clusters, probe_num_clusters
-from dcgmm_tf.cluster_init import LINK_START_STRATEGIES, START_STRATEGIES
-from dcgmm_tf.config import RunConfig, check_field
+from dcgmm_tf.config import LINK_START_STRATEGIES, START_STRATEGIES, RunConfig, check_field
 from dcgmm_tf.constraints import ConstraintSet, as_constraint_set, default_alpha
 from dcgmm_tf.fitting import FitSchedule, fit_mixture
 from dcgmm_tf.model import DCGMM
@@ -81,8 +80,8 @@ def fit_schedule(
     ``"auto"`` batch size: 256, but at most about an eighth of the data (a power of two, at least 32), so that small
     data sets take several steps per epoch. ``"auto"`` epochs: 100, or more when 100 epochs are fewer than
     ``MIN_TRAIN_STEPS`` steps; ``"auto"`` pretraining: 10 epochs, or enough for ``MIN_PRETRAIN_STEPS``. For 60,000
-    samples this is 256 / 100 / 10, the runner's earlier defaults (``RunConfig.protocol("earlier")``; the estimator
-    keeps that staircase schedule, measured on small and tabular data in docs/your-data.md, while the runner's
+    samples this is 256 / 100 / 10, the runner's older recipe (docs/findings.md; the estimator keeps that
+    staircase schedule, measured on small and tabular data in docs/your-data.md, while the runner's
     default recipe is 15 pretraining epochs, 5 of tuning with the pairs, 10 epochs and a cosine decay); for
     scikit-learn's wine (178 samples) 32 / 500 / 100. ``"auto"`` tuning with the pairs (of the trained model or of the
     choice's folds): enough epochs for ``PAIR_TUNING_STEPS`` steps (80 on scikit-learn's digits, 6 on 60,000
@@ -211,7 +210,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         (:func:`tuning_for`); 0 (the default): none, the paper's. On digits and blobs a fit at the true K moved by
         -12 to +22 points of ACC with it, no better on average (docs/your-data.md).
       choice_weights: With ``n_clusters="auto"``: the weights of the GMMs that score each candidate K, "equal"
-        (the default: 1/K, the prior the model trains with) or "fitted" (EM's, the choice before 2026-11-30; it
+        (the default: 1/K, the prior the model trains with) or "fitted" (EM's; it
         chose K - 1 or K + 1 on two of three Fashion-MNIST seeds, docs/your-data.md).
       choice_splits: With ``n_clusters="auto"``: random splits of the answers into folds; the K that tie the best
         on the first, and their neighbours, are scored again on the others (each fold's copy tuned again) and

@@ -111,7 +111,6 @@ def pairwise_constraint_term(log_gamma: tf.Tensor, w: tf.Tensor) -> tf.Tensor:
 
 
 CONFIDENCE_UNIT = 1000.0  # |W_ij| = 1000 log((1 - q) / q): the paper's confidence of a link of noise level q
-PAIR_LOSSES = ("paper", "likelihood")
 
 
 def log_complement(log_p: tf.Tensor) -> tf.Tensor:

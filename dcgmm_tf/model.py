@@ -11,11 +11,10 @@ import numpy as np
 import tensorflow as tf
 
 from dcgmm_tf import losses
+from dcgmm_tf.config import KL_ESTIMATORS, PAIR_LOSSES
 from dcgmm_tf.data.pipeline import batch_from_row, host_tensor
 from dcgmm_tf.distribute import is_multi_worker
 from dcgmm_tf.networks import MLPDecoder, MLPEncoder
-
-KL_ESTIMATORS = ("sample", "analytic")
 
 
 @keras.saving.register_keras_serializable(package="dcgmm_tf")
@@ -72,8 +71,8 @@ class DCGMM(keras.Model):
             raise ValueError(f"num_mc_samples must be at least 1, got {num_mc_samples}")
         if kl_estimator not in KL_ESTIMATORS:
             raise ValueError(f"kl_estimator must be one of {KL_ESTIMATORS}, got {kl_estimator!r}")
-        if pair_loss not in losses.PAIR_LOSSES:
-            raise ValueError(f"pair_loss must be one of {losses.PAIR_LOSSES}, got {pair_loss!r}")
+        if pair_loss not in PAIR_LOSSES:
+            raise ValueError(f"pair_loss must be one of {PAIR_LOSSES}, got {pair_loss!r}")
         self.pair_loss = pair_loss
         if not 0 <= embedding_pair_weight < math.inf:
             raise ValueError(f"embedding_pair_weight must be a finite number >= 0, got {embedding_pair_weight!r}")

@@ -109,7 +109,7 @@ def make_constraints(config: RunConfig, y_train: np.ndarray) -> ConstraintSet:
         return ConstraintSet(read.i, read.j, np.sign(read.weight) * config.alpha, read.num_samples)
     return ConstraintSet.from_labels(
         y_train,
-        config.num_constraints,
+        config.num_pairs,
         alpha=config.alpha,
         q=config.q,
         link_type=config.link_type,

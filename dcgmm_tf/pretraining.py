@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from dcgmm_tf import cluster_init, losses, validation
-from dcgmm_tf.config import CLUSTER_INITS
+from dcgmm_tf.config import CLUSTER_INITS, LATENT_CLASS_STARTS, LINK_START_STRATEGIES
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.data.pipeline import prefetch_without_autotune, shuffled_batches
 from dcgmm_tf.fitting import steps_per_call
@@ -252,7 +252,7 @@ def start_mixture(
     num_components: int | None = None,
     seed: int = 0,
     gmm_seed: int | None = None,
-    em_starts: int = cluster_init.LATENT_CLASS_STARTS,
+    em_starts: int = LATENT_CLASS_STARTS,
 ) -> None:
     """Sets ``model``'s initial mixture from its embeddings of ``x``: the one dispatcher of the starts.
 
@@ -278,7 +278,7 @@ def start_mixture(
         cluster_prior_from_labels(model, x[labelled], labels[labelled])
         logging.info("mixture initialised from the labels of %d training samples", len(labelled))
         return
-    linked = strategy in cluster_init.LINK_START_STRATEGIES and constraints is not None and len(constraints) > 0
+    linked = strategy in LINK_START_STRATEGIES and constraints is not None and len(constraints) > 0
     z = model.embed(x)  # once: one pass of the encoder over x is what the start costs most at large N
     label_free_seed = seed if gmm_seed is None else gmm_seed
     if strategy == "kmeans":

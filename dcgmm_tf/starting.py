@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from dcgmm_tf.cluster_count import choose_num_clusters, probe_num_clusters
-from dcgmm_tf.config import RunConfig, RuntimeConfig
+from dcgmm_tf.config import RunConfig, RuntimeConfig, settings_hash
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.networks import VGGDecoder, VGGEncoder
@@ -23,7 +23,7 @@ from dcgmm_tf.pair_tuning import tune_with_pairs
 from dcgmm_tf.prepared import PreparedRun, training_pairs
 from dcgmm_tf.pretraining import pretrain_checked, start_mixture
 from dcgmm_tf.process_state import process_seeds
-from dcgmm_tf.storage import array_hash, settings_hash
+from dcgmm_tf.storage import array_hash
 from dcgmm_tf.trainer_base import cache_folder, cache_note
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import json
 import logging
 import os
 from collections.abc import Callable, Iterator
@@ -111,11 +110,6 @@ def exclusive(path: str | os.PathLike | None) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
-
-
-def settings_hash(settings: dict[str, Any]) -> str:
-    """A short stable hash of JSON-serialisable settings (12 hex digits; key order does not matter)."""
-    return hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 def array_hash(x: np.ndarray) -> str:

@@ -27,8 +27,7 @@ import numpy as np
 from dcgmm_tf import metrics
 from dcgmm_tf.baselines.training import train_dec, train_pckmeans
 from dcgmm_tf.callbacks import ClusteringMetrics, ClusterRestart
-from dcgmm_tf.cluster_init import LINK_START_STRATEGIES
-from dcgmm_tf.config import MIXTURE_METHODS, RunConfig, RuntimeConfig
+from dcgmm_tf.config import LINK_START_STRATEGIES, MIXTURE_METHODS, RunConfig, RuntimeConfig
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.data import DataSplits
 from dcgmm_tf.fitting import FitSchedule, fit_mixture

@@ -55,7 +55,7 @@ CURVE_COLUMNS = ("strategy", "seed", "num_pairs", "acc", "nmi", "ari")
 
 def schedule_key(schedule: ActiveSchedule) -> str:
     """The identity of a schedule in the curves CSV."""
-    from dcgmm_tf.storage import settings_hash
+    from dcgmm_tf.config import settings_hash
 
     fields = dataclasses.asdict(schedule)
     if not fields["final_epochs"]:  # the key of curves written before the field existed

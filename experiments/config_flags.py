@@ -8,11 +8,13 @@ API accept the same values and say so with the same words.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any, TypeVar
 
 from absl import flags
 
 Config = TypeVar("Config")
+RENAMED_FLAGS = {"num_constraints": "num_pairs"}  # an old flag name, still accepted with a warning: the field
 
 
 def define_flags(config_class: type, flag_values: flags.FlagValues = flags.FLAGS) -> None:
@@ -40,6 +42,10 @@ def define_flags(config_class: type, flag_values: flags.FlagValues = flags.FLAGS
                 message=f"--{name} must be {text}.",
                 flag_values=flag_values,
             )
+    names = {f.name for f in dataclasses.fields(config_class)}
+    for old, new in RENAMED_FLAGS.items():
+        if new in names and old not in flag_values:
+            flags.DEFINE_string(old, None, f"Old name of --{new}, accepted with a warning.", flag_values=flag_values)
 
 
 def _holds(check: Any, flag_value: Any, default: Any) -> bool:
@@ -63,6 +69,12 @@ def config_from_flags(
 ) -> Config:
     """An instance of ``config_class`` from the parsed flags of its fields, with ``overrides`` on top."""
     values = {f.name: _value(flag_values[f.name].value, f.default) for f in dataclasses.fields(config_class)}
+    for old, new in RENAMED_FLAGS.items():
+        if new in values and old in flag_values and flag_values[old].present:
+            if flag_values[new].present:
+                raise ValueError(f"--{old} is the old name of --{new}: give one of them, not both.")
+            warnings.warn(f"--{old} is renamed --{new}; the old name will be removed.", FutureWarning, stacklevel=2)
+            values[new] = flag_values[new].parser.parse(flag_values[old].value)
     return config_class(**{**values, **overrides})
 
 

@@ -48,7 +48,7 @@ def constraints_figure(
     data = load_dataset(config.dataset, runtime.data_dir, image_size=config.image_size)
     n = fig_common.training_sample_count(data, config)
     configs = [
-        dataclasses.replace(config, method=method, num_constraints=int(round(f * n)), q=0.0)
+        dataclasses.replace(config, method=method, num_pairs=int(round(f * n)), q=0.0)
         for method in fig_common.available_methods(methods)
         for f in fractions
     ]

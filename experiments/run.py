@@ -1,6 +1,6 @@
 r"""Train and evaluate DC-GMM (or VaDE, or a Table 1 baseline) and append one results row per run.
 
-    python -m experiments.run --dataset=fashion --num_constraints=6000 --runs=3
+    python -m experiments.run --dataset=fashion --num_pairs=6000 --runs=3
 
 The flags are the fields of ``dcgmm_tf.config.RunConfig`` (what decides the results) and ``RuntimeConfig``
 (threads, paths, output), plus ``--runs``: run r uses seed ``--seed`` + r. A run whose row (data set, method,
@@ -30,8 +30,8 @@ flags.DEFINE_enum(
     list(PROTOCOLS),
     "Named settings under the other flags: default (this library's recipe), paper (the paper's protocol: gmm start, "
     "10 pretraining and 500 epochs, staircase decay), variant (not the paper's: the log-likelihood pair term on "
-    "scaled HOG features, 20 epochs), untuned or earlier (the defaults before the recipe, with which older rows "
-    "were recorded); see dcgmm_tf.config.PROTOCOLS. A flag given on the command line wins over the protocol.",
+    "scaled HOG features, 20 epochs); see dcgmm_tf.config.PROTOCOLS. A flag given on the command line wins over "
+    "the protocol.",
 )
 
 

@@ -130,7 +130,7 @@ def table1(
         for seed in range(first.seed, first.seed + runs_per_cell):
             for method, method_config in method_configs.items():
                 method_config = dataclasses.replace(method_config, dataset=name, seed=seed)
-                num_constraints = 0 if method == "vade" else method_config.num_constraints
+                num_constraints = 0 if method == "vade" else method_config.num_pairs
                 wanted.append(
                     dict(
                         zip(RUN_KEY, (data.name, method, seed, num_constraints, method_config.q, method_config.epochs))

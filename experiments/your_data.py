@@ -1,4 +1,4 @@
-r"""The estimator on data as people bring it (issue 25): small tabular sets, any scale, K chosen from the pairs.
+r"""The estimator on data as people bring it: small tabular sets, any scale, K chosen from the pairs.
 
     python -m experiments.your_data --part=small --output_dir=docs/results/your_data      # wine, breast cancer
     python -m experiments.your_data --part=scale --output_dir=docs/results/your_data      # X against a X + b
@@ -58,8 +58,8 @@ _define_auto_or_epochs(
 _define_auto_or_epochs(
     "choice_tuning_epochs",
     "auto",
-    "choice_tuning_epochs of every n_clusters='auto' fit when given ('auto', the estimator's default since "
-    "2026-11-30, or epochs; 0: K chosen on the pretrained embedding); without it the estimator's default or --tiny's.",
+    "choice_tuning_epochs of every n_clusters='auto' fit when given ('auto', the estimator's default, "
+    "or epochs; 0: K chosen on the pretrained embedding); without it the estimator's default or --tiny's.",
 )
 flags.DEFINE_list(
     "datasets",

@@ -4,7 +4,7 @@
 # start, each answer also spread to its pair's nearest neighbours, 10 epochs with a cosine learning rate; 4-10 minutes
 # per seed on an idle 2-core CPU, depending on the CPU, so 20-50 in all).
 # --quick first: a first answer in 5-11 minutes (seed 0 only, into results/fashion_quick). Other arguments are
-# passed to experiments.run, e.g. `bash scripts/main.sh --epochs=5 --runs=1`, `--protocol=untuned` or
+# passed to experiments.run, e.g. `bash scripts/main.sh --epochs=5 --runs=1`, or
 # `--protocol=paper`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,5 +13,5 @@ if [[ "${1:-}" == "--quick" ]]; then
   shift
   set -- --runs=1 --output_dir=results/fashion_quick "$@"  # later flags win over earlier ones
 fi
-.venv/bin/python -m experiments.run --dataset=fashion --num_constraints=6000 --runs=5 --eval_every=5 \
+.venv/bin/python -m experiments.run --dataset=fashion --num_pairs=6000 --runs=5 --eval_every=5 \
   --output_dir=results/fashion "$@"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The stable-training protocol (issue 22): Fashion-MNIST, 6,000 pairs, seeds 0-4, each with --threads=1 and with
+# The stable-training protocol: Fashion-MNIST, 6,000 pairs, seeds 0-4, each with --threads=1 and with
 # --threads=2 (10 runs, a fresh pretraining per seed), JOBS runs at a time (default 2). Each thread count writes to
 # OUT/threads<T>/ (logs OUT/threads<T>-seed<S>.log); then OUT/results.csv holds all rows with a `threads` column
 # and OUT/summary.csv the mean and std per thread count and over all 10. A run's row does not depend on how many
@@ -18,7 +18,7 @@ failed=0
 for threads in ${THREADS:-2 1}; do
   for seed in 0 1 2 3 4; do
     while (( $(jobs -rp | wc -l) >= ${JOBS:-2} )); do wait -n || failed=1; done
-    "$PY" -m experiments.run --dataset=fashion --num_constraints=6000 --seed="$seed" --threads="$threads" \
+    "$PY" -m experiments.run --dataset=fashion --num_pairs=6000 --seed="$seed" --threads="$threads" \
       --eval_every=5 --verbose=0 --output_dir="$OUT/threads$threads" --cache_dir="data/cache/protocol-threads$threads" \
       "$@" > "$OUT/threads$threads-seed$seed.log" 2>&1 &
   done

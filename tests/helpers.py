@@ -137,3 +137,16 @@ def recorded_em_starts(monkeypatch) -> list:
 
     monkeypatch.setattr(cluster_init, "fit_latent_classes", recording)
     return starts
+
+
+# The older recipe's flags (docs/findings.md), with which the reference rows and older results rows were made:
+# they keep their configuration keys.
+OLDER_RECIPE = {
+    "pretrain_epochs": 10,
+    "init_em_starts": 10,
+    "pair_tuning_epochs": 0,
+    "epochs": 100,
+    "restart_every": 10,
+    "lr_schedule": "staircase",
+    "spread_neighbours": 0,
+}

@@ -1,4 +1,4 @@
-"""The benchmark helpers that turn a TensorFlow profile into the step breakdown of docs/performance.md."""
+"""The benchmark helpers and the device checks of docs/performance.md."""
 
 import json
 
@@ -7,27 +7,9 @@ import pytest
 import tensorflow as tf
 
 from bench.common import pair_batch, reference_matmuls, step_matmuls
-from bench.op_profile import PARTS, categorize, parts, profile_op_times
 from dcgmm_tf import DCGMM
 from dcgmm_tf.networks import MLPDecoder, MLPEncoder
 from dcgmm_tf.optimizers import FusedAdam
-
-
-@pytest.mark.parametrize(
-    "name, op_type, part",
-    [
-        ("fused_adam/ResourceApplyAdam", "ResourceApplyAdam", "optimizer"),
-        ("fused_adam_1/Pow", "Pow", "optimizer"),
-        ("encoder_1/dense_0_1/Relu", "_MklNativeFusedMatMul", "layer matmuls"),
-        ("gradient_tape/decoder_1/dense_1/MatMul_1", "_MklMatMul", "layer matmuls"),
-        ("gradient_tape/MatMul/MatMul", "_MklBatchMatMulV2", "backward, other"),
-        ("gradient_tape/encoder_1/dense_0_1/ReluGrad", "ReluGrad", "backward, other"),
-        ("Bernoulli/log_prob/Softplus", "Softplus", "forward, other"),
-        ("fused_adamant/Mul", "Mul", "forward, other"),
-    ],
-)
-def test_categorize(name, op_type, part):
-    assert categorize(name, op_type, "fused_adam") == part
 
 
 def test_step_matmuls_skip_the_input_gradient_of_the_first_layer():
@@ -35,7 +17,7 @@ def test_step_matmuls_skip_the_input_gradient_of_the_first_layer():
     assert step_matmuls(shapes, 16, shapes[0]) == [(16, 8, 4), (8, 16, 4), (16, 4, 2), (4, 16, 2), (16, 2, 4)]
 
 
-def test_profile_of_a_training_step_finds_every_part():
+def test_reference_matmuls_count_the_flop_of_a_training_step():
     x_all = np.random.default_rng(0).random((64, 12), dtype=np.float32)
     x, w = pair_batch(x_all, 32)
     assert int(tf.math.count_nonzero(w)) == 32 and np.allclose(w.numpy(), w.numpy().T)
@@ -47,12 +29,7 @@ def test_profile_of_a_training_step_finds_every_part():
         decoder=MLPDecoder(12, (16,), name="decoder"),
     )
     model.compile(optimizer=FusedAdam(1e-3))
-    step = tf.function(model.train_step)
-    step((x, w))
-    op_times = profile_op_times(step, ((x, w),), steps=2)
-    assert (f"{model.optimizer.name}/ResourceApplyAdam", "ResourceApplyAdam") in op_times  # fused_adam[_N]
-    by_part = parts(op_times, model.optimizer.name)
-    assert set(by_part) == set(PARTS) and all(seconds > 0 for seconds in by_part.values())
+    tf.function(model.train_step)((x, w))
     reference, operands, flop = reference_matmuls(model, 32)
     # encoder 12-16, 16-2 (mean), 16-2 (log-variance); decoder 2-16, 16-12: 5 forward, 5 dW, 4 dX matmuls
     assert len(reference(operands)) == 14
@@ -75,14 +52,15 @@ def test_device_check_runs_each_variant_and_reports_the_device():
     assert len(text.splitlines()) == 4 and "failed: XlaRuntimeError" in text
 
 
-def test_gpu_check_says_no_gpu_on_this_cpu_and_runs_its_steps_shortened(tmp_path, capsys):
+def test_gpu_check_names_the_gpus_or_says_none_and_runs_its_steps_shortened(tmp_path, capsys):
     from bench.gpu_check import STEPS, gpu_check
 
     summary = gpu_check(tmp_path, smoke=True, only=["pipeline_rate", "scale"])
-    assert summary["gpus"] == [] and "no GPU" in capsys.readouterr().err
+    gpus = summary["gpus"]
+    assert ("no GPU" in capsys.readouterr().err) == (not gpus)
     assert set(summary["steps"]) == {"pipeline_rate", "scale"} and set(summary["steps"]) < set(STEPS)
     assert all(step["exit_code"] == 0 for step in summary["steps"].values())
-    assert json.loads((tmp_path / "card.json").read_text()) == {"gpus": []}
+    assert json.loads((tmp_path / "card.json").read_text()) == {"gpus": gpus}
     scale = json.loads((tmp_path / "scale.jsonl").read_text().splitlines()[-1])
     assert scale["n"] == 2000 and scale["epoch"] > 0 and scale["peak_gb"] > scale["framework_gb"] > 0
     peaks = list(scale["peak_after"].values())  # data, pretrain, start, epochs, restart, predict

@@ -39,7 +39,7 @@ def run_cli(tmp_path, *args):
         "--max_test_samples=300",
         "--epochs=2",
         "--pretrain_epochs=0",
-        "--num_constraints=300",
+        "--num_pairs=300",
         "--eval_every=1",
         "--verbose=0",
         f"--output_dir={tmp_path / 'out'}",
@@ -79,23 +79,3 @@ def write_toy_npz(tmp_path, n_train=200, n_test=100):
     path = tmp_path / "toy.npz"
     np.savez(path, x_train=x, y_train=y, x_test=x_test, y_test=y_test)
     return path
-
-
-def test_init_quality_writes_one_row_per_checkpoint_and_gmm_state(tmp_path):
-    """The runner's measurement in this process (its flags clash with the other runners'; its command line is
-    tested in tests/test_validation.py)."""
-    from dcgmm_tf.data import load_dataset
-    from experiments.init_quality_parts import start_quality
-
-    data = load_dataset(write_toy_npz(tmp_path, 160, 80))
-    start_quality(data, [0], [2, 1], ["gmm", "latent_class"], 2, 40, "train_test", tmp_path / "out")
-    rows = pd.read_csv(tmp_path / "out" / "init_quality.csv")
-    assert rows["pretrain_epochs"].tolist() == [1] * 4 + [2] * 4 and rows["gmm_state"].tolist() == [0, 1] * 4
-    assert rows["strategy"].tolist() == ["gmm", "gmm", "latent_class", "latent_class"] * 2
-    assert (
-        rows[["test_acc", "constraint_satisfaction", "label_aligned_test_acc"]]
-        .apply(lambda c: c.between(0, 1))
-        .all()
-        .all()
-    )
-    assert (rows["pretrain_on"] == "train_test").all()

@@ -15,6 +15,7 @@ from dcgmm_tf.cluster_init import (
     merge_start,
     moment_match,
 )
+from dcgmm_tf.config import LATENT_CLASS_STARTS
 from dcgmm_tf.constraints import flip_probability
 from tests.helpers import recorded_em_starts
 
@@ -247,7 +248,6 @@ def test_cluster_restart_regroups_the_mixture_every_n_epochs_and_after_the_last(
 def test_the_ems_random_starts_reach_the_start_and_every_restart(monkeypatch):
     import keras
 
-    from dcgmm_tf import cluster_init
     from dcgmm_tf.callbacks import ClusterRestart
     from dcgmm_tf.data import constrained_dataset
     from dcgmm_tf.pretraining import start_mixture
@@ -261,7 +261,7 @@ def test_the_ems_random_starts_reach_the_start_and_every_restart(monkeypatch):
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
     restart = ClusterRestart(x, constraints, every=1, num_components=6, em_starts=2)
     model.fit(constrained_dataset(x, constraints, batch_size=60, seed=0), epochs=2, verbose=0, callbacks=[restart])
-    assert starts == [cluster_init.LATENT_CLASS_STARTS, 5, 2, 2] and cluster_init.LATENT_CLASS_STARTS == 3
+    assert starts == [LATENT_CLASS_STARTS, 5, 2, 2] and LATENT_CLASS_STARTS == 3
 
 
 def test_cluster_restart_rejects_an_unknown_strategy():

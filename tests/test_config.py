@@ -2,13 +2,18 @@
 
 import dataclasses
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from absl import flags
 
-from dcgmm_tf.config import EARLIER_DEFAULTS, RunConfig, RuntimeConfig
+from dcgmm_tf.config import RunConfig, RuntimeConfig
 from experiments.config_flags import config_from_flags, define_flags, replaced
-from tests.helpers import parsed_flags
+from tests.helpers import OLDER_RECIPE, parsed_flags
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_key_ignores_the_seed_and_follows_every_other_field():
@@ -39,8 +44,8 @@ def test_key_ignores_the_seed_and_follows_every_other_field():
 
 def test_key_of_the_defaults_is_the_one_of_rows_written_before_the_configs():
     # The runner's flags hashed the same way before RunConfig existed: old results rows keep matching.
-    assert RunConfig.protocol("earlier").key() == "d4205854d9e9"
-    assert RunConfig.protocol("earlier", method="pckmeans", epochs=5, vgg_filters=(64, 128)).key() == "c479a50ac70c"
+    assert RunConfig(**OLDER_RECIPE).key() == "d4205854d9e9"
+    assert RunConfig(**{**OLDER_RECIPE, "epochs": 5}, method="pckmeans", vgg_filters=(64, 128)).key() == "c479a50ac70c"
 
 
 def test_numbers_are_normalised_so_equal_settings_give_one_key():
@@ -131,24 +136,21 @@ def test_replaced_parses_text_by_the_flags(flag_values):
         replaced(RunConfig(), flag_values, epochs="0")
 
 
-def test_protocols_name_the_paper_and_the_earlier_defaults():
-    # The recipes' rows were measured as options first (docs/results/fashion/recipe_spread0, .../amd, .../default):
-    # they keep their keys, the recipe before the tuning with the pairs as protocol "untuned", the one before the
+def test_protocols_name_the_paper_and_the_variant_and_older_rows_keep_their_keys():
+    # Rows made with other flags keep their keys: the recipe before the tuning with the pairs, the one before the
     # spread answers as that with --spread_neighbours=0, the recipe before the EM's 3 random starts with 10.
     recipe = {"pretrain_epochs": 15, "pair_tuning_epochs": 5, "epochs": 10, "restart_every": 5, "lr_schedule": "cosine"}
     assert RunConfig(**recipe, spread_neighbours=1, init_em_starts=10).key() == "001c555b7e0f"
     assert RunConfig().key() == RunConfig(**recipe, spread_neighbours=1, init_em_starts=3).key() == "5e3a3ee7f6c4"
     untuned = {"pretrain_epochs": 40, "pair_tuning_epochs": 0, "epochs": 30, "restart_every": 10, "init_em_starts": 10}
-    assert RunConfig.protocol("untuned") == RunConfig(**untuned)
     assert RunConfig(**untuned).key() == "e526d8fac75e"
     assert RunConfig(**untuned, spread_neighbours=0).key() == "22b34070dcbe"
     assert RunConfig.protocol("default") == RunConfig()
-    assert RunConfig.protocol("paper").pair_tuning_epochs == RunConfig.protocol("earlier").pair_tuning_epochs == 0
+    assert RunConfig.protocol("paper").pair_tuning_epochs == RunConfig(**OLDER_RECIPE).pair_tuning_epochs == 0
     # A protocol's restart period and EM starts are no choice of the user's: the baselines take them (Table 1 runs
     # them this way), and keep their keys; a value chosen for a baseline is an error.
-    assert RunConfig.protocol("earlier", method="pckmeans").restart_every == 10
+    assert RunConfig(**OLDER_RECIPE, method="pckmeans").restart_every == 10
     for method in ("pckmeans", "vade"):
-        assert RunConfig.protocol("earlier", method=method).key() == RunConfig(method=method, **EARLIER_DEFAULTS).key()
         assert RunConfig(method=method).key() == RunConfig(method=method, init_em_starts=10).key()
     with pytest.raises(ValueError, match="init_em_starts applies to method dcgmm or vade only"):
         RunConfig(method="sdec", init_em_starts=5)
@@ -160,15 +162,12 @@ def test_protocols_name_the_paper_and_the_earlier_defaults():
         "staircase",
         3,
     )
-    assert paper.spread_neighbours == RunConfig.protocol("earlier").spread_neighbours == 0  # the answers alone
-    assert RunConfig.protocol("earlier", epochs=7).epochs == 7
+    assert paper.spread_neighbours == RunConfig(**OLDER_RECIPE).spread_neighbours == 0  # the answers alone
     # The variant's rows (docs/results/fashion/variant) were measured with its flags and keep their key.
     variant = RunConfig.protocol("variant")
     assert variant == RunConfig(pair_loss="likelihood", input_features="hog_scaled", epochs=20)
     assert variant.key() == "6549fd9e8be4" and variant.cluster_init == RunConfig().cluster_init
-    with pytest.raises(
-        ValueError, match=re.escape("protocol must be one of ['default', 'paper', 'variant', 'untuned', 'earlier']")
-    ):
+    with pytest.raises(ValueError, match=re.escape("protocol must be one of ['default', 'paper', 'variant']")):
         RunConfig.protocol("mine")
 
 
@@ -178,7 +177,7 @@ def test_protocols_name_the_paper_and_the_earlier_defaults():
         ([], RunConfig()),
         (["--protocol=paper"], RunConfig.protocol("paper")),
         (["--protocol=paper", "--epochs=7"], RunConfig.protocol("paper", epochs=7)),
-        (["--protocol=earlier", "--lr_schedule=cosine"], RunConfig.protocol("earlier", lr_schedule="cosine")),
+        (["--protocol=variant", "--lr_schedule=staircase"], RunConfig.protocol("variant", lr_schedule="staircase")),
         (["--epochs=100"], RunConfig(epochs=100)),
         (["--protocol=variant", "--q=0.2"], RunConfig.protocol("variant", q=0.2)),
     ],
@@ -188,3 +187,21 @@ def test_the_runner_takes_a_protocol_and_the_flags_given_win(argv, expected):
 
     with parsed_flags(["run", *argv]) as values:
         assert run.configs(values)[0] == expected
+
+
+def test_the_old_flag_name_num_constraints_is_taken_with_a_warning():
+    from experiments import run
+
+    with parsed_flags(["run", "--num_constraints=300"]) as values, pytest.warns(FutureWarning, match="--num_pairs"):
+        assert run.configs(values)[0] == RunConfig(num_pairs=300)
+    with parsed_flags(["run", "--num_constraints=300", "--num_pairs=200"]) as values:
+        with pytest.raises(ValueError, match="give one of them, not both"):
+            run.configs(values)
+    assert RunConfig(num_pairs=6000).key() == RunConfig().key() == "5e3a3ee7f6c4"  # hashed under its first name
+
+
+def test_config_and_the_runner_flags_load_no_tensorflow():
+    """config.py is a leaf: reading settings and flags (and a flag error) costs no TensorFlow import."""
+    code = "import sys, dcgmm_tf.config, experiments.run; assert 'tensorflow' not in sys.modules, 'tensorflow'"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]

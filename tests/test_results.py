@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dcgmm_tf.storage import settings_hash
+from dcgmm_tf.config import settings_hash
 from experiments import results
 
 REPO = Path(__file__).resolve().parents[1]

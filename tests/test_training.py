@@ -11,7 +11,7 @@ from dcgmm_tf import ConstraintSet, evaluation, prepared, starting, training
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.data import load_dataset
 from experiments import results, run, runs
-from tests.helpers import parsed_flags, toy_data, toy_npz
+from tests.helpers import OLDER_RECIPE, parsed_flags, toy_data, toy_npz
 
 METRICS = ["acc", "nmi", "ari", "constraint_satisfaction", "start_acc"]
 
@@ -25,7 +25,7 @@ def fixture_toy(tmp_path):
         epochs=2,
         pretrain_epochs=0,
         pair_tuning_epochs=0,
-        num_constraints=100,
+        num_pairs=100,
         latent_dim=2,
         batch_size=32,
         restart_every=2,
@@ -67,7 +67,7 @@ def test_runner_main_builds_its_configs_from_the_flags(toy, tmp_path):
             "--epochs=2",
             "--pretrain_epochs=0",
             "--pair_tuning_epochs=0",
-            "--num_constraints=100",
+            "--num_pairs=100",
             "--latent_dim=2",
             "--batch_size=32",
             "--restart_every=2",
@@ -105,7 +105,7 @@ def test_pretrain_seed_shares_one_pretrained_model_across_runs(toy, tmp_path):
     config, runtime = toy
     flags = [
         f"--dataset={config.dataset}",
-        *("--epochs=1", "--pretrain_epochs=1", "--num_constraints=100", "--latent_dim=2", "--batch_size=32"),
+        *("--epochs=1", "--pretrain_epochs=1", "--num_pairs=100", "--latent_dim=2", "--batch_size=32"),
         *("--cluster_init=gmm", "--restart_every=0", "--verbose=0", "--eval_every=1"),
         f"--output_dir={runtime.output_dir}",
         f"--cache_dir={runtime.cache_dir}",
@@ -275,7 +275,7 @@ def test_num_clusters_zero_chooses_k_from_the_pairs(toy, monkeypatch, caplog):
     assert len(probed) == 1 and probed[0].criterion == "probes" and result.row["chosen_k"] in probed[0].probed
     assert len(probed[0].probed) >= 2 and "K chosen by the probes" in caplog.text
     # the default (-1: the number of classes) keeps the key of 0 before
-    assert RunConfig.protocol("earlier").key() == "d4205854d9e9"
+    assert RunConfig(**OLDER_RECIPE).key() == "d4205854d9e9"
     with pytest.raises(ValueError, match="num_clusters=0 .chosen from the pairs. applies to dcgmm or vade only"):
         RunConfig(method="pckmeans", num_clusters=0)
 

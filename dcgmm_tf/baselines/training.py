@@ -11,10 +11,9 @@ from dcgmm_tf import metrics
 from dcgmm_tf.baselines.dec import CIDEC, SDEC
 from dcgmm_tf.baselines.layerwise import StackedAutoencoder, pretrain_layerwise
 from dcgmm_tf.baselines.pckmeans import PCKMeans
-from dcgmm_tf.config import RunConfig, RuntimeConfig
+from dcgmm_tf.config import RunConfig, RuntimeConfig, settings_hash
 from dcgmm_tf.prepared import PreparedRun
 from dcgmm_tf.process_state import process_seeds, python_generator
-from dcgmm_tf.storage import settings_hash
 from dcgmm_tf.trainer_base import TrainedModel, cache_note, cache_path, predict_clusters
 
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from dcgmm_tf.config import LINK_TYPES
+
 from .arrays import as_index_array
 from .confidence import default_alpha
-
-LINK_TYPES = ("both", "must", "cannot")
 
 
 def label_codes(labels: Any) -> np.ndarray:

@@ -22,9 +22,9 @@ import dataclasses
 
 import numpy as np
 
+from dcgmm_tf.config import INPUT_FEATURES
 from dcgmm_tf.data.dataset import DataSplits
 
-INPUT_FEATURES = ("pixels", "hog", "hog_scaled")
 L2_HYS_CLIP = 0.2  # Dalal & Triggs' clipping of the normalised block histogram
 _EPS = 1e-5  # keeps the norm of an empty block away from zero
 

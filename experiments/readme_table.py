@@ -1,0 +1,125 @@
+r"""The README's results table, made from the ``summary.csv`` files under ``docs/results`` and the paper's Table 1.
+
+    python -m experiments.readme_table            # print the table
+    python -m experiments.readme_table --write    # put it into README.md between its markers
+
+Each row names the folder whose ``summary.csv`` holds its numbers and the summary row it takes, so a number in the
+README cannot drift from its rows: ``tests/test_readme.py`` checks that the README holds this table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import pandas as pd
+from absl import app, flags
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "docs" / "results"
+PAPER_TABLE = Path(__file__).resolve().parent / "paper_table1.csv"
+README = REPO / "README.md"
+BEGIN, END = "<!-- results table: made by python -m experiments.readme_table -->", "<!-- end of results table -->"
+METRICS = ("acc", "nmi", "ari")
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One line of the table.
+
+    Attributes:
+      method: What ran, as the reader sees it.
+      flags: The flags added to the common command (``--dataset=fashion --num_pairs=6000`` unless they say
+        otherwise), or "" for the paper's own row.
+      folder: The folder under ``docs/results`` whose ``summary.csv`` holds the numbers; "" for the paper's row.
+      where: Column values that pick the summary row (e.g. ``{"seeds": "0-9"}``).
+      held_out: Column values of a second summary row whose mean ACC is shown beside (seeds never used to choose).
+      paper_column: The paper's Table 1 column, for the paper's row.
+    """
+
+    method: str
+    flags: str
+    folder: str = ""
+    where: tuple[tuple[str, str], ...] = ()
+    held_out: tuple[tuple[str, str], ...] = ()
+    paper_column: str = ""
+
+
+ROWS = (
+    Row("DC-GMM, the paper's Table 1", "", paper_column="DC-GMM"),
+    Row("DC-GMM, default recipe", "`--runs=10`", "fashion/default", (("seeds", "0-9"),), (("seeds", "5-9"),)),
+    Row("DC-GMM, the paper's protocol, 50 epochs", "`--protocol=paper --epochs=50 --runs=3`", "fashion/paper_protocol"),
+    Row("DC-GMM variant, pixels", "`--pair_loss=likelihood --runs=5`", "fashion/variant_pixels", (("threads", "2"),)),
+    Row(
+        "DC-GMM variant, scaled HOG features",
+        "`--protocol=variant --runs=10`",
+        "fashion/variant",
+        (("seeds", "0-9"),),
+        (("seeds", "5-9"),),
+    ),
+    Row("VaDE (no pairs), default recipe", "`--method=vade --num_pairs=0 --runs=3`", "fashion/vade"),
+)
+
+
+def _picked(summary: pd.DataFrame, where: tuple[tuple[str, str], ...], folder: str) -> pd.Series:
+    """The one summary row with the given column values; an error names the folder when there is not exactly one."""
+    chosen = summary
+    for column, value in where:
+        chosen = chosen[chosen[column].astype(str) == value]
+    if len(chosen) != 1:
+        raise ValueError(f"docs/results/{folder}/summary.csv: {len(chosen)} rows match {dict(where)}, not one.")
+    return chosen.iloc[0]
+
+
+def _cells(row: Row, results: Path, paper: pd.DataFrame) -> list[str]:
+    """The numeric cells of one row: runs, ACC, NMI, ARI (mean ± std in percent), held-out ACC."""
+    if row.paper_column:
+        values = paper[(paper["dataset"] == "fashion")].set_index("metric")[row.paper_column]
+        return ["10", *(values[m].replace("±", " ± ") for m in METRICS), ""]
+    summary = pd.read_csv(results / row.folder / "summary.csv")
+    picked = _picked(summary, row.where, row.folder)
+    cells = [str(int(picked["runs"]))]
+    for m in METRICS:
+        std = picked[f"{m}_std"]
+        cells.append(f"{100 * picked[f'{m}_mean']:.1f}" + ("" if pd.isna(std) else f" ± {100 * std:.1f}"))
+    held_out = f"{100 * _picked(summary, row.held_out, row.folder)['acc_mean']:.1f}" if row.held_out else ""
+    return [*cells, held_out]
+
+
+def table(results: Path = RESULTS, paper_table: Path = PAPER_TABLE) -> str:
+    """The Markdown table of ``ROWS``, with a link to each row's folder."""
+    paper = pd.read_csv(paper_table)
+    lines = [
+        "| Fashion-MNIST, 6,000 pairs | flags | runs | ACC | NMI | ARI | ACC, seeds 5-9 |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in ROWS:
+        method = f"[{row.method}](docs/results/{row.folder}/)" if row.folder else row.method
+        lines.append("| " + " | ".join([method, row.flags, *_cells(row, results, paper)]) + " |")
+    return "\n".join(lines)
+
+
+def with_table(readme: str, new_table: str) -> str:
+    """``readme`` with the text between the markers replaced by ``new_table``."""
+    if readme.count(BEGIN) != 1 or readme.count(END) != 1:
+        raise ValueError(f"README.md must hold each marker once: {BEGIN!r} and {END!r}.")
+    head, rest = readme.split(BEGIN)
+    _, tail = rest.split(END)
+    return f"{head}{BEGIN}\n{new_table}\n{END}{tail}"
+
+
+flags.DEFINE_boolean("write", False, "Write the table into README.md instead of printing it.")
+
+
+def main(argv):
+    del argv
+    new_table = table()
+    if flags.FLAGS.write:
+        README.write_text(with_table(README.read_text(), new_table))
+    else:
+        print(new_table, file=sys.stdout)
+
+
+if __name__ == "__main__":
+    app.run(main)
