@@ -73,11 +73,11 @@ def measure(n: int, pretrain_epochs: int, epochs: int) -> dict:
     """The seconds of each part and the peak memory of the recipe on ``n`` samples (see the module docstring)."""
     import keras
 
-    from dcgmm_tf import ConstraintSet, cluster_init
+    from dcgmm_tf import ConstraintSet, starts
     from dcgmm_tf.config import RunConfig
     from dcgmm_tf.fitting import FitSchedule, fit_mixture
     from dcgmm_tf.pretraining import pretrain, start_mixture
-    from dcgmm_tf.starting import make_model
+    from dcgmm_tf.recipe import make_model
 
     class EpochClock(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
@@ -111,9 +111,9 @@ def measure(n: int, pretrain_epochs: int, epochs: int) -> dict:
     parts = {"restart_gmm": "_fit_gmm", "restart_em": "fit_latent_classes"}  # timed apart inside the restart
     spent = dict.fromkeys(parts, 0.0)
     for part, name in parts.items():
-        setattr(cluster_init, name, timed(getattr(cluster_init, name), spent, part))
+        setattr(starts, name, timed(getattr(starts, name), spent, part))
     clock = time.perf_counter()
-    cluster_init.init_clusters(model, x, constraints, config.cluster_init, None, 1)
+    starts.init_clusters(model, x, constraints, config.cluster_init, None, 1)
     result["restart"] = time.perf_counter() - clock
     result.update(spent)  # the rest of the restart: embedding, p(c|x), the link metric, responsibilities, moments
     peaks["restart"] = peak_memory_gb()

@@ -18,18 +18,16 @@ from typing import Any
 import keras
 import numpy as np
 
-from dcgmm_tf import active, metrics
+from dcgmm_tf import metrics, pair_selection
 from dcgmm_tf.config import RunConfig, RuntimeConfig, check_fields, setting, settings_hash
 from dcgmm_tf.constraints import ConstraintSet, default_alpha
 from dcgmm_tf.data import DataSplits
 from dcgmm_tf.model import DCGMM
-from dcgmm_tf.prepared import PreparedRun, prepare_run, training_pairs
 from dcgmm_tf.pretraining import load_cached_weights, save_cached_weights
-from dcgmm_tf.process_state import precision_policy
-from dcgmm_tf.starting import started_model
+from dcgmm_tf.recipe import fit_config, prepare_run, started_model, training_pairs
+from dcgmm_tf.records import PreparedRun, predict_clusters
+from dcgmm_tf.runtime import cache_path, precision_policy
 from dcgmm_tf.storage import array_hash, exclusive
-from dcgmm_tf.trainer_base import cache_path, predict_clusters
-from dcgmm_tf.training import fit_config
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,7 +104,7 @@ def round_pairs(
     runtime: RuntimeConfig,
 ) -> np.ndarray:
     """The ``num_pairs`` pairs ``strategy`` asks about in round ``number`` (1, 2, ...), from the current model."""
-    return active.suggest_pairs(
+    return pair_selection.suggest_pairs(
         model,
         x_train,
         constraints,
@@ -152,7 +150,7 @@ def simulate(
     report: Callable[[list[dict[str, Any]]], None] = lambda rows: None,
     keep_answers: Callable[[str, ConstraintSet], None] = lambda strategy, answers: None,
 ) -> list[dict[str, Any]]:
-    """The learning curves of ``strategies`` (see :mod:`dcgmm_tf.active`) for the seed ``config.seed``.
+    """The learning curves of ``strategies`` (see :mod:`dcgmm_tf.pair_selection`) for the seed ``config.seed``.
 
     Each curve is a list of rows (``strategy, seed, num_pairs, acc, nmi, ari, must_links, epochs, seconds``), the
     first at ``start_pairs`` (the shared start), then one per budget; ``report`` gets each curve as soon as it is
@@ -161,8 +159,8 @@ def simulate(
     ``config.alpha`` (default 1e4) and are never wrong.
     """
     for strategy in strategies:
-        if strategy not in active.SELECTION_STRATEGIES:
-            raise ValueError(f"strategy must be one of {active.SELECTION_STRATEGIES}, got {strategy!r}")
+        if strategy not in pair_selection.SELECTION_STRATEGIES:
+            raise ValueError(f"strategy must be one of {pair_selection.SELECTION_STRATEGIES}, got {strategy!r}")
     if config.method != "dcgmm":
         raise ValueError(f"active selection needs method dcgmm, got {config.method}")
     weight = config.alpha or default_alpha(0.0)
@@ -221,7 +219,7 @@ def _curves(
                 pairs = round_pairs(
                     model, config, x_train, constraints, budget - len(constraints), strategy, number, runtime
                 )
-                constraints = active.answered(constraints, pairs, y_train, weight)
+                constraints = pair_selection.answered(constraints, pairs, y_train, weight)
                 trained_on = training_pairs(config, x_train, constraints)  # spread once per new set of answers
             train_round(model, config, x_train, trained_on, runtime, number, round_epochs)
             epochs += round_epochs

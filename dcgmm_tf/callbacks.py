@@ -14,7 +14,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from dcgmm_tf import cluster_init, metrics
+from dcgmm_tf import metrics, starts
 from dcgmm_tf.config import LATENT_CLASS_STARTS
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.storage import read_checked, write_atomically
@@ -57,7 +57,7 @@ class ClusterRestart(keras.callbacks.Callback):
     """Restarts the mixture from the current embeddings every ``every`` epochs and after the last epoch.
 
     After epochs ``every``, ``2 every``, ... and after the last one, the cluster means and variances are set to the
-    start of ``strategy`` (see :func:`dcgmm_tf.cluster_init.init_clusters`) on mu(x) of the training data ``x``,
+    start of ``strategy`` (see :func:`dcgmm_tf.starts.init_clusters`) on mu(x) of the training data ``x``,
     which the constraints have shaped in the epochs before (``latent_class``'s EM from ``em_starts`` random starts
     and the current clusters). Place it before the callbacks that save or evaluate the model.
     """
@@ -73,7 +73,7 @@ class ClusterRestart(keras.callbacks.Callback):
         em_starts: int = LATENT_CLASS_STARTS,
     ):
         super().__init__()
-        cluster_init.check_strategy(strategy)
+        starts.check_strategy(strategy)
         if every < 1:
             raise ValueError(f"every must be >= 1, got {every}")
         self.x, self.constraints, self.every, self.strategy = x, constraints, every, strategy
@@ -83,7 +83,7 @@ class ClusterRestart(keras.callbacks.Callback):
         done, total = epoch + 1, (self.params or {}).get("epochs", 0)
         if (done % self.every and done != total) or self.model.stop_training:
             return
-        cluster_init.init_clusters(
+        starts.init_clusters(
             self.model,
             self.x,
             self.constraints,

@@ -1,7 +1,7 @@
 """Choosing the number of clusters K from the pairs and the data (``n_clusters="auto"``, ``--num_clusters=0``).
 
 With pairs, K is chosen by cross-validation over the pairs (``folds`` folds, each link type spread alike). For each
-fold the embeddings are mapped by the link metric of the other pairs (:func:`dcgmm_tf.cluster_init.link_metric`) and
+fold the embeddings are mapped by the link metric of the other pairs (:func:`dcgmm_tf.starts.link_metric`) and
 a diagonal GMM with K components is fitted for each candidate K (of ``n_init`` starts the one that best explains the
 fold's training pairs, :func:`pair_guided_gmm`), its weights held at 1/K by default, the prior DC-GMM trains with
 (Sec. 2.4; :class:`EqualWeightGaussianMixture`; EM's fitted weights chose K - 1 or K + 1 on two of three
@@ -36,7 +36,7 @@ must-links break when K is too large. Measured on digits, blobs and Fashion-MNIS
 moved K away from the true K as often as towards it (most held-out pairs are cannot-links, which favour one cluster
 more), so they are not the default.
 
-A latent class model of the pairs over a fine GMM (the start's :func:`dcgmm_tf.cluster_init.fit_latent_classes`)
+A latent class model of the pairs over a fine GMM (the start's :func:`dcgmm_tf.starts.fit_latent_classes`)
 was tried first: its classes each hold 1/K of the data, so unequal clusters pushed its choice off (4 for 5 blobs of
 sizes 1:3, 2 with must-links only).
 """
@@ -54,10 +54,11 @@ from scipy.special import logsumexp
 from sklearn.mixture import GaussianMixture
 from threadpoolctl import threadpool_limits
 
-from dcgmm_tf.cluster_init import link_metric
 from dcgmm_tf.config import CHOICE_RULES, MIXTURE_WEIGHTS
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.constraints.confidence import flip_probability
+from dcgmm_tf.shims import EqualWeightGaussianMixture
+from dcgmm_tf.starts import link_metric
 
 if TYPE_CHECKING:
     from dcgmm_tf.model import DCGMM
@@ -114,23 +115,6 @@ def check_candidates(candidates: Sequence[int], num_samples: int) -> tuple[int, 
             f"got {list(candidates)}"
         )
     return values
-
-
-class EqualWeightGaussianMixture(GaussianMixture):
-    """scikit-learn's ``GaussianMixture`` with its weights held at 1/K: EM updates the means and covariances only.
-
-    DC-GMM's prior keeps pi_k = 1/K (Sec. 2.4), so a candidate K is scored by the mixture of that kind. It hooks into
-    the estimator's EM steps (``_initialize``, ``_m_step``); ``tests/test_cluster_count.py`` checks that the weights
-    stay equal and that EM still fits the components.
-    """
-
-    def _initialize(self, *args, **kwargs):
-        super()._initialize(*args, **kwargs)
-        self.weights_ = np.full(self.n_components, 1.0 / self.n_components)
-
-    def _m_step(self, *args, **kwargs):
-        super()._m_step(*args, **kwargs)
-        self.weights_ = np.full(self.n_components, 1.0 / self.n_components)
 
 
 def mixture_class(weights: str) -> type[GaussianMixture]:

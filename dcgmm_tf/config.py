@@ -190,9 +190,9 @@ class RunConfig:
     cluster_init: str = setting(
         "latent_class",
         "Initial mixture (dcgmm, vade): gmm (the paper's protocol: a diagonal GMM on the pretrained "
-        "embeddings), kmeans (not the paper's: k-means clusters on them, see dcgmm_tf.cluster_init.kmeans_start), "
+        "embeddings), kmeans (not the paper's: k-means clusters on them, see dcgmm_tf.starts.kmeans_start), "
         "merge or latent_class (init_components GMM components grouped by the constraints, see "
-        "dcgmm_tf.cluster_init; without constraints the same as gmm), or labels (class means/variances of the "
+        "dcgmm_tf.starts; without constraints the same as gmm), or labels (class means/variances of the "
         "embeddings of labelled training samples: all of them as a diagnostic, a few per class with "
         "init_labels_per_class as a semi-supervised start; see docs/reproduction.md).",
         choices=CLUSTER_INITS,

@@ -1,9 +1,8 @@
 """DC-GMM as a scikit-learn estimator: ``DCGMMClustering(n_clusters=3).fit(X, ml=[(0, 1)], cl=[(0, 2)])``.
 
-The estimator trains through the library calls of the runner's recipe (:func:`dcgmm_tf.starting.pretrained_model`,
-:func:`dcgmm_tf.pretraining.start_mixture` and :func:`dcgmm_tf.fitting.fit_mixture`: pretraining, the label-free
-start from the constraints, the learning-rate schedule, restarts of the mixture), so it gives what
-``python -m experiments.run`` gives for the same settings. ``clone``, ``Pipeline`` and ``GridSearchCV`` work as
+The estimator trains through the runner's recipe (:mod:`dcgmm_tf.recipe`: ``pretrained_model``, ``tune``,
+``start_mixture``, ``fit``). What is its own: the scaling of its input, a schedule sized to the data
+(:func:`fit_schedule`), and the ``fit``/``predict`` contract. ``clone``, ``Pipeline`` and ``GridSearchCV`` work as
 for any scikit-learn clusterer; the fitted Keras model is ``model_`` (save it with ``model_.save("m.keras")``).
 """
 
@@ -22,17 +21,15 @@ from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dcgmm_tf import starting, validation
-from dcgmm_tf.callbacks import ClusterRestart
+from dcgmm_tf import recipe, validation
 from dcgmm_tf.cluster_count import check_candidates, choose_num_clusters, probe_num_clusters
-from dcgmm_tf.config import LINK_START_STRATEGIES, START_STRATEGIES, RunConfig, check_field
+from dcgmm_tf.config import START_STRATEGIES, RunConfig, check_field
 from dcgmm_tf.constraints import ConstraintSet, as_constraint_set, default_alpha
-from dcgmm_tf.fitting import FitSchedule, fit_mixture
+from dcgmm_tf.fitting import FitSchedule
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.networks import PAPER_HIDDEN_UNITS, MLPDecoder, MLPEncoder
-from dcgmm_tf.pair_tuning import tune_with_pairs
-from dcgmm_tf.prepared import spread_to_neighbours
 from dcgmm_tf.pretraining import start_mixture
+from dcgmm_tf.recipe import spread_to_neighbours
 
 _RUNNER_DEFAULTS = RunConfig.__dataclass_fields__
 SCALINGS = ("auto", "none")
@@ -41,6 +38,9 @@ MIN_PRETRAIN_STEPS = 600  # ... and pretrains for at least this many
 PAIR_TUNING_STEPS = 1200  # "auto" tuning with the pairs: about the runner's 5 epochs of Fashion-MNIST (1,175 steps)
 TABLE_FEATURES = 50  # hidden_units="auto": data of at most this many features get the small network ...
 TABLE_HIDDEN_UNITS = (64, 64)  # ... and the rest the paper's, made for 784 pixels
+# The estimator's learning rate decays by the paper's staircase (x0.9 every fifth of the run), where the runner's
+# default is a cosine: the estimator's schedule was measured on small and tabular data with it (docs/your-data.md).
+LR_SCHEDULE = "staircase"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,7 +230,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
       learning_rate: Initial Adam learning rate (decayed x0.9 every fifth of the epochs).
       cluster_init: Start of the mixture, "latent_class", "merge", "gmm" or "kmeans": GMM components grouped by the
         constraints (latent_class, merge; without pairs the GMM), the paper's GMM, or k-means clusters (not the
-        paper's, :func:`dcgmm_tf.cluster_init.kmeans_start`).
+        paper's, :func:`dcgmm_tf.starts.kmeans_start`).
       likelihood: Decoder likelihood, "auto", "bernoulli" or "gaussian"; "auto": Bernoulli when all of X is in
         [0, 1], else Gaussian.
       scaling: How X is brought to the likelihood's scale before the network sees it: "auto" (for the Bernoulli
@@ -391,8 +391,16 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             if self.schedule_.choice_tuning_epochs:  # each fold's embedding tuned with its training answers alone
 
                 def tuned_embedding(pairs: ConstraintSet) -> np.ndarray:
-                    model = starting.with_autoencoder(self._builder(x, 2), seed, pretrained)
-                    self._tune(model, x, spread(pairs), seed, self.schedule_.choice_tuning_epochs)
+                    model = recipe.with_autoencoder(self._builder(x, 2), seed, pretrained)
+                    recipe.tune(
+                        model,
+                        x,
+                        spread(pairs),
+                        epochs=self.schedule_.choice_tuning_epochs,
+                        weight=self.pair_tuning_weight,
+                        seed=seed,
+                        batch_size=self.schedule_.batch_size,
+                    )
                     return model.embed(x)
 
             self.cluster_count_ = choose_num_clusters(
@@ -431,14 +439,14 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
 
     def _builder(self, x: np.ndarray, num_clusters: int) -> Callable[[int], DCGMM]:
         """Makes the model of ``num_clusters`` clusters for scaled ``x`` from a seed; the library calls it under
-        that seed's :func:`dcgmm_tf.process_state.process_seeds`, so the initial weights follow random_state."""
+        that seed's :func:`dcgmm_tf.runtime.process_seeds`, so the initial weights follow random_state."""
         return functools.partial(
             mlp_model, x.shape[1], num_clusters, self.latent_dim, self.hidden_units_, self.likelihood_
         )
 
     def _pretrained(self, x: np.ndarray, num_clusters: int, seed: int) -> DCGMM:
         """A model with ``num_clusters`` clusters after its autoencoder pretraining on scaled ``x``."""
-        return starting.pretrained_model(
+        return recipe.pretrained_model(
             self._builder(x, num_clusters),
             x,
             seed=seed,
@@ -459,7 +467,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         )
 
         def train_probe(num_clusters: int, pairs: ConstraintSet) -> DCGMM:
-            model = starting.with_autoencoder(self._builder(x, num_clusters), seed, pretrained)
+            model = recipe.with_autoencoder(self._builder(x, num_clusters), seed, pretrained)
             self._fit(model, x, pairs, seed, schedule)
             return model
 
@@ -468,12 +476,12 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     def _train(
         self, x: np.ndarray, constraints: ConstraintSet, num_clusters: int, seed: int, pretrained: DCGMM | None
     ) -> DCGMM:
-        """The library calls of the runner's recipe (:func:`dcgmm_tf.training.train_dcgmm`) on scaled ``x``, on the
+        """The library calls of the runner's recipe (:func:`dcgmm_tf.recipe.train_dcgmm`) on scaled ``x``, on the
         autoencoder of ``pretrained`` (a model of any K pretrained on ``x``) or a new pretraining when None."""
         if pretrained is None:
             model = self._pretrained(x, num_clusters, seed)
         else:
-            model = starting.with_autoencoder(self._builder(x, num_clusters), seed, pretrained)
+            model = recipe.with_autoencoder(self._builder(x, num_clusters), seed, pretrained)
         self.history_ = self._fit(model, x, constraints, seed, self.schedule_)
         if not self.keep_optimizer:
             # Its moments are twice the weights' size; the model predicts without them (and unpickles uncompiled).
@@ -483,29 +491,39 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     def _fit(
         self, model: DCGMM, x: np.ndarray, constraints: ConstraintSet, seed: int, schedule: EstimatorSchedule
     ) -> dict[str, list]:
-        """Tunes the pretrained ``model``'s autoencoder with the pairs (``pair_tuning_epochs``), starts its mixture
-        and trains it on ``schedule``; returns the history."""
-        num_clusters = model.num_clusters
-        self._tune(model, x, constraints, seed, schedule.pair_tuning_epochs)
+        """The recipe's steps on the pretrained ``model``: tuning with the pairs (``pair_tuning_epochs``), the start
+        of its mixture and the fit on ``schedule``; returns the history."""
+        recipe.tune(
+            model,
+            x,
+            constraints,
+            epochs=schedule.pair_tuning_epochs,
+            weight=self.pair_tuning_weight,
+            seed=seed,
+            batch_size=schedule.batch_size,
+        )
         # One cluster is the trivial clustering: the paper's start, no restarts.
-        start = self.cluster_init if num_clusters > 1 else "gmm"
+        start = self.cluster_init if model.num_clusters > 1 else "gmm"
         start_mixture(model, x, start, constraints, seed=seed)
-        callbacks = []
-        if start in LINK_START_STRATEGIES and len(constraints) > 0:
-            callbacks.append(ClusterRestart(x, constraints, schedule.restart_every, start, seed=seed))
         fit = FitSchedule(
             schedule.epochs,
             batch_size=schedule.batch_size,
             seed=seed,
             learning_rate=self.learning_rate,
             lr_decay_epochs=schedule.lr_decay_epochs,
+            lr_schedule=LR_SCHEDULE,
         )
-        return fit_mixture(model, x, constraints, fit, callbacks, verbose=self.verbose, check_inputs=False)
-
-    def _tune(self, model: DCGMM, x: np.ndarray, constraints: ConstraintSet, seed: int, epochs: int) -> None:
-        """Tunes ``model``'s autoencoder with the pairs for ``epochs`` epochs (none without pairs)."""
-        if epochs and len(constraints):
-            tune_with_pairs(model, x, constraints, epochs, self.pair_tuning_weight, seed, self.schedule_.batch_size)
+        return recipe.fit(
+            model,
+            x,
+            constraints,
+            fit,
+            start=start,
+            restart_every=schedule.restart_every,
+            seed=seed,
+            verbose=self.verbose,
+            check_inputs=False,
+        )
 
     def _probabilities(self, x: np.ndarray) -> np.ndarray:
         return self.model_.cluster_probabilities(x)

@@ -2,7 +2,7 @@
 
 :func:`fit_mixture` takes the model, the training data, its constraints, a :class:`FitSchedule` (batches,
 learning rate and its decay, clipping), the callbacks of the run (restarts, test metrics) and an optional run
-folder; it needs no :class:`~dcgmm_tf.config.RunConfig` (``dcgmm_tf.training`` translates one into these
+folder; it needs no :class:`~dcgmm_tf.config.RunConfig` (``dcgmm_tf.recipe`` translates one into these
 arguments). The optimizer is made by :func:`make_optimizer` from :func:`learning_rate_schedule`.
 """
 
@@ -51,7 +51,7 @@ class FitSchedule:
     lr_decay: float = 0.9
     lr_decay_epochs: int = 20
     clipnorm: float = 300.0
-    lr_schedule: str = "staircase"
+    lr_schedule: str = "cosine"  # RunConfig's default; the estimator passes its own (dcgmm_tf.estimator.LR_SCHEDULE)
 
 
 def learning_rate_schedule(
@@ -160,7 +160,7 @@ def fit_mixture(
       steps_per_execution: Training steps per compiled call (None: :func:`steps_per_call`'s choice).
       verbose: Keras verbosity.
       check_inputs: Check ``x`` and ``constraints`` (:func:`dcgmm_tf.data.pipeline.checked_inputs`); off for
-        inputs checked already, as the library's runs do (:func:`dcgmm_tf.prepared.prepare_run`, the estimator's
+        inputs checked already, as the library's runs do (:func:`dcgmm_tf.recipe.prepare_run`, the estimator's
         ``fit``), so each input is checked once per run.
 
     Returns:

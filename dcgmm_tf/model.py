@@ -15,10 +15,11 @@ from dcgmm_tf.config import KL_ESTIMATORS, PAIR_LOSSES
 from dcgmm_tf.data.pipeline import batch_from_row, host_tensor
 from dcgmm_tf.distribute import is_multi_worker
 from dcgmm_tf.networks import MLPDecoder, MLPEncoder
+from dcgmm_tf.shims import PrebuiltModel
 
 
 @keras.saving.register_keras_serializable(package="dcgmm_tf")
-class DCGMM(keras.Model):
+class DCGMM(PrebuiltModel):
     """Deep Conditional Gaussian Mixture Model (Manduchi et al., NeurIPS 2021).
 
     ``fit`` takes batches ``(x, W)`` where ``W`` is the batch's B x B submatrix of the constraint matrix
@@ -293,20 +294,6 @@ class DCGMM(keras.Model):
         grads = tape.gradient(loss, self.trainable_variables)
         self.optimizer.apply(grads, self.trainable_variables)
         return self._update_trackers(terms, num_replicas)
-
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        # Under a tf.distribute strategy, Keras' fit takes the first batch and averages it across the replicas to
-        # build the model symbolically. DC-GMM's replica parts differ in size, and MultiWorkerMirroredStrategy
-        # cannot reduce such a batch eagerly (it fails in a PyFunc). A built model whose optimizer is built (as
-        # fitting.fit_mixture leaves them) has nothing to build, so that step is skipped. An optimizer not yet built
-        # is built here, eagerly: Keras would otherwise create its variables while tracing the first step, and
-        # TensorFlow then traces the step a second time (~2 s on the 2-core CPU).
-        if self.built and self.optimizer is not None and self._compile_metrics is None:
-            if not self.optimizer.built:
-                with self.distribute_strategy.scope():
-                    self.optimizer.build(self.trainable_variables)
-            return
-        super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
 
     def test_step(self, data):
         x, w = self._unpack(data)

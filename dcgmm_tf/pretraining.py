@@ -13,7 +13,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from dcgmm_tf import cluster_init, losses, validation
+from dcgmm_tf import losses, starts, validation
 from dcgmm_tf.config import CLUSTER_INITS, LATENT_CLASS_STARTS, LINK_START_STRATEGIES
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.data.pipeline import prefetch_without_autotune, shuffled_batches
@@ -92,7 +92,7 @@ def fit_cluster_prior(model: DCGMM, x: np.ndarray, seed: int = 0, z: np.ndarray 
 
     Returns the GMM's cluster assignment of each row of ``x``.
     """
-    start = cluster_init.gmm_start(model.embed(x) if z is None else z, model.num_clusters, seed)
+    start = starts.gmm_start(model.embed(x) if z is None else z, model.num_clusters, seed)
     model.set_cluster_parameters(start.means, start.variances)
     return start.assignments
 
@@ -206,7 +206,7 @@ def pretrain_checked(
     verbose: int | str,
     legacy_path: str | os.PathLike | None = None,
 ) -> bool:
-    """:func:`pretrain` for data checked already (by :func:`dcgmm_tf.prepared.prepare_run`).
+    """:func:`pretrain` for data checked already (by :func:`dcgmm_tf.recipe.prepare_run`).
 
     The cache holds the encoder and decoder alone (they do not depend on K); a whole model's weights in it (caches
     written before) load as well, and so does ``legacy_path`` (such a file under an earlier name) when
@@ -260,7 +260,7 @@ def start_mixture(
       model: The pretrained model.
       x: The training data.
       strategy: ``gmm`` (the paper's GMM), ``kmeans`` (not the paper's: k-means clusters, see
-        :func:`dcgmm_tf.cluster_init.kmeans_start`), ``merge`` or ``latent_class`` (GMM components grouped by the
+        :func:`dcgmm_tf.starts.kmeans_start`), ``merge`` or ``latent_class`` (GMM components grouped by the
         constraints; without constraints the GMM), or ``labels`` (:func:`cluster_prior_from_labels`).
       constraints: The constraints, indexing the rows of ``x``.
       labels: The labels of ``x`` (``labels`` only).
@@ -269,7 +269,7 @@ def start_mixture(
       seed: Seed of the constrained starts and of the labelled subset.
       gmm_seed: Seed of the GMM and of k-means (default: ``seed``); the pretraining's, so that runs sharing a
         pretrained model share its label-free start.
-      em_starts: Random starts of ``latent_class``'s EM (see :func:`dcgmm_tf.cluster_init.latent_class_start`).
+      em_starts: Random starts of ``latent_class``'s EM (see :func:`dcgmm_tf.starts.latent_class_start`).
     """
     if strategy not in CLUSTER_INITS:
         raise ValueError(f"strategy must be one of {CLUSTER_INITS}, got {strategy!r}")
@@ -282,11 +282,11 @@ def start_mixture(
     z = model.embed(x)  # once: one pass of the encoder over x is what the start costs most at large N
     label_free_seed = seed if gmm_seed is None else gmm_seed
     if strategy == "kmeans":
-        cluster_init.init_clusters(model, x, None, strategy, seed=label_free_seed, z=z)
+        starts.init_clusters(model, x, None, strategy, seed=label_free_seed, z=z)
         logging.info("mixture initialised by k-means")
         return
     if not linked or strategy == "latent_class":  # the start, or the clusters that latent_class starts from
         fit_cluster_prior(model, x, seed=label_free_seed, z=z)
     if linked:
-        cluster_init.init_clusters(model, x, constraints, strategy, num_components, seed, z=z, em_starts=em_starts)
+        starts.init_clusters(model, x, constraints, strategy, num_components, seed, z=z, em_starts=em_starts)
         logging.info("mixture initialised by %s", strategy)

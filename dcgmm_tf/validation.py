@@ -3,7 +3,7 @@
 The public entry points (:func:`dcgmm_tf.pretrain`, :func:`dcgmm_tf.data.constrained_dataset`) and the
 experiment runners call these functions, so bad input fails early with a ``ValueError`` instead of a NaN
 loss many epochs later. Constraint files and data files are checked where they are read
-(:class:`dcgmm_tf.ConstraintSet`, :mod:`dcgmm_tf.data.datasets`).
+(:class:`dcgmm_tf.ConstraintSet`, :mod:`dcgmm_tf.data.loading`).
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ define_flags(ActiveSchedule)
 flags.DEFINE_list(
     "strategies",
     ["anchor", "random", "uncertain", "explore", "consolidate", "disagree"],
-    "Strategies of dcgmm_tf.active to compare (the first, anchor by default, is the one --suggest_pairs uses).",
+    "Strategies of dcgmm_tf.pair_selection to compare (the first, anchor by default, is the one --suggest_pairs uses).",
 )
 flags.DEFINE_integer(
     "suggest_pairs",
@@ -124,11 +124,10 @@ def curves(
 def suggest(config: RunConfig, runtime: RuntimeConfig, strategy: str, num_pairs: int, output: str) -> int:
     """Trains ``config`` on its constraints and writes the ``num_pairs`` pairs ``strategy`` asks about to
     ``output`` (``i,j,weight`` with the weight left empty); returns the number written."""
-    from dcgmm_tf.active import suggest_pairs
     from dcgmm_tf.data import load_dataset
-    from dcgmm_tf.prepared import prepare_run, run_dir_of, training_pairs
+    from dcgmm_tf.pair_selection import suggest_pairs
+    from dcgmm_tf.recipe import prepare_run, run_dir_of, train_prepared, training_pairs
     from dcgmm_tf.storage import write_atomically
-    from dcgmm_tf.training import train_prepared
 
     data = load_dataset(config.dataset, runtime.data_dir, image_size=config.image_size)
     run = prepare_run(config, data, run_dir=run_dir_of(config, data.name, runtime), spread=False)

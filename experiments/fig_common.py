@@ -19,8 +19,8 @@ from absl import flags
 
 from dcgmm_tf.config import METHODS, RunConfig, RuntimeConfig
 from dcgmm_tf.data import DataSplits
-from dcgmm_tf.prepared import model_inputs, run_dir_of, subsets
-from experiments import plots, results, run, runs
+from dcgmm_tf.recipe import model_inputs, run_dir_of, subsets
+from experiments import plots, results, run
 
 FLAGS = flags.FLAGS
 METRIC_LABELS = {"ari": "ARI", "acc": "Accuracy", "nmi": "NMI"}
@@ -80,7 +80,7 @@ def sweep(
     ``schedule`` column) to ``csv_path``; finished runs are skipped (``experiments.runs``). Returns all rows."""
     for config in configs:
         for seed in range(config.seed, config.seed + runs_per_config):
-            runs.run_once(
+            run.run_once(
                 dataclasses.replace(config, seed=seed),
                 data,
                 runtime,

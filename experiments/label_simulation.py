@@ -47,7 +47,7 @@ def compare(rounds: pd.DataFrame, curves: pd.DataFrame, strategy: str, seed: int
 def main(argv):
     del argv
     from dcgmm_tf.data import load_dataset
-    from dcgmm_tf.prepared import prepare_run
+    from dcgmm_tf.recipe import prepare_run
     from experiments.label_browser import LabellingPage, LabelServer, chromium
 
     if not FLAGS.label_dir:

@@ -11,14 +11,22 @@ backup. ``<output_dir>/summary.csv`` gets the mean and standard deviation over t
 from __future__ import annotations
 
 import dataclasses
+import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from absl import app, flags
 
 from dcgmm_tf.config import PROTOCOLS, RunConfig, RuntimeConfig
 from dcgmm_tf.validation import exit_on_user_error
+from experiments import results
 from experiments.config_flags import config_from_flags, define_flags
+
+if TYPE_CHECKING:
+    from dcgmm_tf.data import DataSplits
+    from dcgmm_tf.records import RunResult
 
 FLAGS = flags.FLAGS
 define_flags(RunConfig)
@@ -46,17 +54,71 @@ def run(config: RunConfig, runtime: RuntimeConfig, runs: int = 1):
     writes ``summary.csv`` beside it and returns the summary. Process-wide settings (threads, determinism)
     are ``main``'s: see ``dcgmm_tf.runtime.configure``."""
     from dcgmm_tf.data import load_dataset
-    from experiments import results
-    from experiments import runs as run_rows
 
     data = load_dataset(config.dataset, runtime.data_dir, image_size=config.image_size)
     csv_path = Path(runtime.output_dir) / "results.csv"
     for r in range(runs):
         print(f"run {r + 1}/{runs}: seed {config.seed + r}", file=sys.stderr, flush=True)
-        run_rows.run_once(dataclasses.replace(config, seed=config.seed + r), data, runtime, csv_path)
+        run_once(dataclasses.replace(config, seed=config.seed + r), data, runtime, csv_path)
     summary = results.summarise(results.read_rows(csv_path))
     results.write_csv_atomically(summary, Path(runtime.output_dir) / "summary.csv")
     return summary
+
+
+def identity(config: RunConfig, data: DataSplits) -> dict[str, Any]:
+    """The columns that identify a finished run in a results CSV: data set, method, seed and configuration key."""
+    return {"dataset": data.name, "method": config.method, "seed": config.seed, "config": config.key()}
+
+
+def run_once(
+    config: RunConfig,
+    data: DataSplits,
+    runtime: RuntimeConfig,
+    csv_path: str | Path,
+    extra: dict[str, Any] | None = None,
+    callbacks: Callable | None = None,
+) -> dict[str, Any] | None:
+    """Trains and evaluates ``config`` on ``data`` and appends its row (plus ``extra`` columns) to ``csv_path``;
+    returns the row, or None without running when the CSV already holds a row of this run (see ``identity``).
+    ``callbacks`` is passed on to :func:`~dcgmm_tf.recipe.train_and_evaluate`."""
+    done = identity(config, data)
+    if results.has_row(csv_path, done, required=("dataset", "method", "seed")):
+        logging.info("skipped: %s is already in %s", done, csv_path)
+        return None
+    from dcgmm_tf.recipe import run_dir_of, train_and_evaluate
+
+    result = train_and_evaluate(config, data, runtime, callbacks)
+    row = {**result.row, **(extra or {})}
+    results.append_row(csv_path, row)
+    logging.info("%s", row)
+    plot_run(result, data, run_dir_of(config, data.name, runtime))
+    return row
+
+
+def plot_run(result: RunResult, data: DataSplits, run_dir: Path) -> None:
+    """``history.png`` (each loss term and the test ACC/NMI/ARI by epoch) and ``confusion.png`` (the test
+    confusion matrix after the Hungarian matching, with the data set's class names) in ``run_dir``."""
+    import pandas as pd
+
+    from dcgmm_tf.metrics import matched_confusion
+    from experiments import plots
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    row = result.row
+    title = (
+        f"{row['method']} on {row['dataset']}, seed {row['seed']}, {row['num_pairs']} constraints: "
+        f"test ACC {row['acc']:.3f}, NMI {row['nmi']:.3f}, ARI {row['ari']:.3f}"
+    )
+    history = pd.DataFrame(result.trained.history)
+    history_csv = run_dir / "history.csv"  # the whole run, also when it was resumed
+    if history_csv.is_file():
+        try:
+            history = pd.read_csv(history_csv)
+        except (ValueError, UnicodeDecodeError) as e:  # pandas' ParserError is a ValueError
+            logging.warning("the history %s is unreadable (%s); plotting this process's epochs only", history_csv, e)
+    plots.plot_history(history, run_dir / "history.png", title)
+    matrix, classes, clusters = matched_confusion(result.y_test, result.test_clusters)
+    plots.plot_confusion(matrix, [data.class_name(int(c)) for c in classes], clusters, run_dir / "confusion.png", title)
 
 
 def main(argv):

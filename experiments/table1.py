@@ -120,7 +120,7 @@ def table1(
     skipped) unless ``table_only``, then writes ``table1.csv`` and ``table1.md`` to ``runtime.output_dir`` next to
     the paper's values and returns the long table."""
     from dcgmm_tf.data import load_dataset
-    from experiments import results, runs
+    from experiments import results, run
 
     path = Path(runtime.output_dir) / "results.csv"
     first = next(iter(method_configs.values()))
@@ -137,7 +137,7 @@ def table1(
                     )
                 )
                 if not table_only:
-                    runs.run_once(method_config, data, runtime, path)
+                    run.run_once(method_config, data, runtime, path)
     rows = results.read_rows(path)
     if rows.empty:
         raise ValueError(f"no finished runs in {path}")

@@ -143,15 +143,15 @@ def scale(
 def _fashion_embedding(seed: int, cache_dir: Path) -> tuple[np.ndarray, np.ndarray]:
     """The runner's pretrained Fashion-MNIST embedding of the training split (from its cache), with the earlier
     defaults' 10 pretraining epochs with which docs/your-data.md's numbers were measured."""
-    from dcgmm_tf import starting
+    from dcgmm_tf import recipe
     from dcgmm_tf.config import RunConfig
     from dcgmm_tf.data import load_dataset
-    from dcgmm_tf.prepared import prepare_run
+    from dcgmm_tf.recipe import prepare_run
 
     config = RunConfig(pretrain_epochs=10, seed=seed)  # the pretraining of the older recipe
     run = prepare_run(config, load_dataset("fashion"))
-    model = starting.pretrained_model(
-        lambda s: starting.make_model(config, run.inputs.x_train.shape[1:], run.data.likelihood, run.num_clusters, s),
+    model = recipe.pretrained_model(
+        lambda s: recipe.make_model(config, run.inputs.x_train.shape[1:], run.data.likelihood, run.num_clusters, s),
         run.inputs.x_train,
         seed=seed,
         epochs=config.pretrain_epochs,
@@ -165,14 +165,14 @@ def _fashion_embedding(seed: int, cache_dir: Path) -> tuple[np.ndarray, np.ndarr
 def _estimator_embedding(x: np.ndarray, seed: int, likelihood: str, pretrain_epochs: int | None) -> np.ndarray:
     """The embedding after the estimator's own pretraining of ``x`` (its scaling, schedule and default network;
     ``pretrain_epochs`` replaces the schedule's when given)."""
-    from dcgmm_tf import starting
+    from dcgmm_tf import recipe
     from dcgmm_tf.estimator import auto_hidden_units, fit_schedule, input_scaling, mlp_model
 
     offset, scale = input_scaling(x, likelihood)
     x = ((x - offset) / scale).astype(np.float32)
     schedule = fit_schedule(len(x))
     units = auto_hidden_units(x.shape[1])
-    model = starting.pretrained_model(
+    model = recipe.pretrained_model(
         lambda s: mlp_model(x.shape[1], 2, 10, units, likelihood, s),
         x,
         seed=seed,

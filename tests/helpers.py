@@ -124,19 +124,19 @@ def parsed_flags(argv: list[str]) -> Iterator[flags.FlagValues]:
 
 
 def recorded_em_starts(monkeypatch) -> list:
-    """The ``n_init`` of every call of ``cluster_init.fit_latent_classes`` from now on, in order (the call runs as
+    """The ``n_init`` of every call of ``starts.fit_latent_classes`` from now on, in order (the call runs as
     before)."""
-    from dcgmm_tf import cluster_init
+    from dcgmm_tf import starts
 
-    starts = []
-    fit = cluster_init.fit_latent_classes
+    recorded = []
+    fit = starts.fit_latent_classes
 
     def recording(*args, **kwargs):
-        starts.append(kwargs["n_init"])
+        recorded.append(kwargs["n_init"])
         return fit(*args, **kwargs)
 
-    monkeypatch.setattr(cluster_init, "fit_latent_classes", recording)
-    return starts
+    monkeypatch.setattr(starts, "fit_latent_classes", recording)
+    return recorded
 
 
 # The older recipe's flags (docs/findings.md), with which the reference rows and older results rows were made:

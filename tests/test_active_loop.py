@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dcgmm_tf import ConstraintSet, active_loop, prepared
+from dcgmm_tf import ConstraintSet, active_loop, recipe
 from dcgmm_tf.active_loop import ActiveSchedule, simulate
 from dcgmm_tf.data import load_dataset
 from experiments import active as active_runner
@@ -88,6 +88,6 @@ def test_runner_writes_curves_once_and_suggests_pairs_to_answer(toy, tmp_path):
         ConstraintSet.from_csv(output, 400)
     asked["weight"] = np.where(y[asked["i"]] == y[asked["j"]], 1, -1)
     asked.to_csv(output, index=False)
-    read = prepared.make_constraints(dataclasses.replace(config, constraints_file=str(output), alpha=9000.0), y)
+    read = recipe.make_constraints(dataclasses.replace(config, constraints_file=str(output), alpha=9000.0), y)
     assert len(read) == 25 and np.all(np.abs(read.weight) == 9000.0)
     assert np.array_equal(np.sign(read.weight), np.where(y[read.i] == y[read.j], 1, -1))

@@ -1,5 +1,5 @@
-"""The command lines themselves: the runner end to end on a small subset of the real Fashion-MNIST, and the
-start-quality tool (the runner's recipe is tested in this process in test_training.py)."""
+"""The runner's command line end to end on a small subset of the real Fashion-MNIST (the recipe itself is tested in
+this process in test_recipe.py)."""
 
 import subprocess
 import sys
@@ -51,7 +51,7 @@ def run_cli(tmp_path, *args):
 
 @pytest.mark.skipif(not FASHION.exists(), reason="needs the Debian package dataset-fashion-mnist (CI installs it)")
 def test_cli_writes_results_summary_history_and_model(tmp_path):
-    proc = run_cli(tmp_path, "--seed=5")  # several runs (--runs) are tested in this process: test_training.py
+    proc = run_cli(tmp_path, "--seed=5")  # several runs (--runs) are tested in this process: test_recipe.py
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = pd.read_csv(tmp_path / "out" / "results.csv")
     assert set(COLUMNS) <= set(rows.columns)

@@ -12,7 +12,6 @@ from dcgmm_tf import ConstraintSet
 from dcgmm_tf.cluster_count import (
     SPLIT_SEED_STEP,
     ClusterCount,
-    EqualWeightGaussianMixture,
     choose_by_probes,
     choose_num_clusters,
     held_out_mask,
@@ -24,6 +23,7 @@ from dcgmm_tf.cluster_count import (
     probe_candidates,
 )
 from dcgmm_tf.constraints.confidence import flip_probability
+from dcgmm_tf.shims import EqualWeightGaussianMixture
 
 
 def _blobs(k=5, n=1500, seed=0):

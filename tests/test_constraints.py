@@ -465,7 +465,7 @@ def test_spread_pairs_follow_the_answers_to_the_neighbours():
 
 @pytest.mark.parametrize("link_type", ["both", "must", "cannot"])
 def test_a_run_spreads_its_answers_when_asked(link_type):
-    from dcgmm_tf import prepared
+    from dcgmm_tf import recipe
     from dcgmm_tf.config import RunConfig
     from dcgmm_tf.data import DataSplits
 
@@ -474,8 +474,8 @@ def test_a_run_spreads_its_answers_when_asked(link_type):
     x = (0.1 + 0.8 * np.eye(3)[y].repeat(4, 1) + rng.normal(0, 0.05, (300, 12))).clip(0, 1).astype(np.float32)
     data = DataSplits(x, y.astype(np.int64), x[:30], y[:30].astype(np.int64), name="toy", likelihood="bernoulli")
     config = RunConfig(num_pairs=40, q=0.1, link_type=link_type, num_clusters=3, spread_neighbours=0)
-    given = prepared.prepare_run(config, data).constraints
-    spread_run = prepared.prepare_run(dataclasses.replace(config, spread_neighbours=2, spread_weight=0.25), data)
+    given = recipe.prepare_run(config, data).constraints
+    spread_run = recipe.prepare_run(dataclasses.replace(config, spread_neighbours=2, spread_weight=0.25), data)
     spread = spread_run.constraints
     assert len(given) == 40 == len(spread_run.answers) < len(spread) <= 40 * 5
     kept = {(a, b): w for a, b, w in zip(spread.i, spread.j, spread.weight)}
@@ -484,5 +484,5 @@ def test_a_run_spreads_its_answers_when_asked(link_type):
     assert np.isin(np.abs(extra), 0.25 * np.abs(given.weight)).all()  # at a quarter of an answer's weight
     assert set(np.sign(extra)) == set(np.sign(given.weight))  # must-link-only stays must-link-only, and so on
     assert np.mean((y[spread.i] == y[spread.j]) == (spread.weight > 0)) > 0.85  # the neighbours share the class
-    vade = prepared.prepare_run(dataclasses.replace(config, method="vade", spread_neighbours=1), data)
+    vade = recipe.prepare_run(dataclasses.replace(config, method="vade", spread_neighbours=1), data)
     assert len(vade.constraints) == len(vade.answers) == 0  # VaDE has no answers to spread: it stays the paper's

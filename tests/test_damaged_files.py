@@ -279,12 +279,12 @@ def test_damaged_data_files_are_named_in_a_value_error(tmp_path, name, relative)
 def test_a_valid_table_of_another_kind_is_refused_before_training(tmp_path):
     from dcgmm_tf.config import RunConfig, RuntimeConfig
     from dcgmm_tf.data import DataSplits
-    from experiments import runs
+    from experiments import run
 
     x, y = toy_data(40)
     data = DataSplits(x, y, x, y, name="toy", likelihood="bernoulli")
     path = tmp_path / "results.csv"
     path.write_text("dataset,method,runs,acc_mean\ntoy,dcgmm,3,0.5\n")  # a summary.csv copied over results.csv
     with pytest.raises(ValueError, match=r"has no column\(s\) \['seed'\]: it is not a results file"):
-        runs.run_once(RunConfig(), data, RuntimeConfig(output_dir=str(tmp_path)), path)
+        run.run_once(RunConfig(), data, RuntimeConfig(output_dir=str(tmp_path)), path)
     assert not (tmp_path / "runs").exists()

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dcgmm_tf import data as data_package
-from dcgmm_tf import evaluation, prepared
+from dcgmm_tf import recipe
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.data import load_dataset
 from dcgmm_tf.data.features import hog_features, hog_size, scaled_to_train_maximum, with_input_features
@@ -127,13 +127,13 @@ def test_a_run_on_hog_features_trains_and_spreads_its_answers_there(tmp_path):
     assert config.key() != dataclasses.replace(config, input_features="pixels").key()
     assert RunConfig().key() == RunConfig(input_features="pixels").key()  # the old rows keep their key
     data = load_dataset("digits")
-    run = prepared.prepare_run(config, data)
+    run = recipe.prepare_run(config, data)
     features = hog_features(data.x_train.reshape(-1, 8, 8))
     np.testing.assert_array_equal(run.inputs.x_train, features)
-    spread_by_features = prepared.training_pairs(config, features, run.answers)
+    spread_by_features = recipe.training_pairs(config, features, run.answers)
     assert len(run.constraints) == len(spread_by_features) > len(run.answers)
     runtime = RuntimeConfig(verbose=0, eval_every=1, output_dir=str(tmp_path / "out"), cache_dir=str(tmp_path / "c"))
-    result = evaluation.train_and_evaluate(config, data, runtime)
+    result = recipe.train_and_evaluate(config, data, runtime)
     assert result.trained.model.encoder.weights[0].shape[0] == 36  # the first layer reads the 36 features
     chance = cluster_accuracy(data.y_test, np.random.default_rng(0).integers(10, size=len(data.y_test)))
     assert result.row["start_acc"] > 2 * chance  # the features' embedding clusters before any pair is used

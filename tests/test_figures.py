@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 from PIL import Image
 
+from dcgmm_tf import recipe
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.data import DataSplits
-from dcgmm_tf.evaluation import RunResult
-from dcgmm_tf.trainer_base import TrainedModel
-from experiments import fig_common, fig_constraints, fig_embeddings, fig_noise, fig_samples, runs, table1
+from dcgmm_tf.records import RunResult, TrainedModel
+from experiments import fig_common, fig_constraints, fig_embeddings, fig_noise, fig_samples, table1
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +158,7 @@ def test_sweep_appends_rows_and_skips_configs_already_done(tmp_path, monkeypatch
         }
         return RunResult(row, TrainedModel(None, {}, np.nan), np.array([0, 1]), np.array([0, 1]))
 
-    monkeypatch.setattr(runs, "train_and_evaluate", fake_train_and_evaluate)
+    monkeypatch.setattr(recipe, "train_and_evaluate", fake_train_and_evaluate)
     data = DataSplits(
         np.zeros((4, 2), np.float32), np.arange(4), np.zeros((2, 2), np.float32), np.arange(2), "d", "bernoulli"
     )

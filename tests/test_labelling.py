@@ -16,7 +16,7 @@ from dcgmm_tf.constraints import random_pairs
 from dcgmm_tf.data import load_dataset
 from dcgmm_tf.labelling import AnswerBook, AnswerError, LabellingSession
 from dcgmm_tf.labelling.app import create_app
-from dcgmm_tf.prepared import prepare_run
+from dcgmm_tf.recipe import prepare_run
 from tests.helpers import toy_loop_configs
 
 SCHEDULE = ActiveSchedule(start_pairs=20, budgets=(40, 70), start_epochs=1, round_epochs=1)
@@ -76,7 +76,7 @@ def answer_from_labels(session, labels, count=None):
 def test_session_answered_from_labels_is_the_simulated_loop_and_resumes(toy, tmp_path):
     config, runtime, data = toy
     # Answers spread to neighbours: the session and the loop both spread them, through the same code as without
-    # (`prepared.training_pairs`), so one test covers both; the browser test below runs without spreading.
+    # (`recipe.training_pairs`), so one test covers both; the browser test below runs without spreading.
     config = dataclasses.replace(config, spread_neighbours=1)
     other_cache = RuntimeConfig(verbose=0, output_dir=str(tmp_path / "out"), cache_dir=str(tmp_path / "cache2"))
     simulated = simulate(config, data, ["anchor"], SCHEDULE, other_cache)

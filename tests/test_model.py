@@ -233,7 +233,7 @@ def test_models_of_any_k_share_one_pretraining_cache(tmp_path, caplog):
     pretraining gives, and a whole model's file under the name used before (its hash held K) still loads."""
     import h5py
 
-    from dcgmm_tf import starting
+    from dcgmm_tf import recipe
     from dcgmm_tf.pretraining import save_cached_weights
     from tests.helpers import weights_equal
 
@@ -241,7 +241,7 @@ def test_models_of_any_k_share_one_pretraining_cache(tmp_path, caplog):
 
     def pretrained(num_clusters, cache_dir):
         build = lambda seed: small_model(num_clusters=num_clusters, seed=seed)  # noqa: E731
-        return starting.pretrained_model(build, x, seed=3, epochs=1, batch_size=64, name="toy", cache_dir=cache_dir)
+        return recipe.pretrained_model(build, x, seed=3, epochs=1, batch_size=64, name="toy", cache_dir=cache_dir)
 
     def networks(model):
         return model.encoder.get_weights() + model.decoder.get_weights()
@@ -255,7 +255,7 @@ def test_models_of_any_k_share_one_pretraining_cache(tmp_path, caplog):
     (cache,) = (tmp_path / "cache").glob("*.weights.h5")
     with h5py.File(cache) as f:
         assert "vars" not in f or not len(f["vars"])  # no mixture in the file
-    new_name, old_name = starting.cache_names(small_model(num_clusters=5, seed=3), x, 3, 1, 64, "toy")
+    new_name, old_name = recipe.cache_names(small_model(num_clusters=5, seed=3), x, 3, 1, 64, "toy")
     assert cache.name == new_name != old_name
     (tmp_path / "old").mkdir()
     save_cached_weights(loaded, tmp_path / "old" / old_name)  # a whole model, K = 5, as the cache was written before

@@ -41,7 +41,7 @@ def test_a_python_run_with_bf16_trains_in_bfloat16(tmp_path):
     process's policy as it found it."""
     from dcgmm_tf.config import RunConfig, RuntimeConfig
     from dcgmm_tf.data import load_dataset
-    from dcgmm_tf.evaluation import train_and_evaluate
+    from dcgmm_tf.recipe import train_and_evaluate
     from tests.helpers import toy_npz
 
     config = RunConfig(

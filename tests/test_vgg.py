@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from dcgmm_tf import DCGMM, ConstraintSet, prepared, starting
+from dcgmm_tf import DCGMM, ConstraintSet, recipe
 from dcgmm_tf.config import RunConfig
 from dcgmm_tf.data import DataSplits, constrained_dataset
 from dcgmm_tf.networks import MLPEncoder, VGGDecoder, VGGEncoder
@@ -69,13 +69,13 @@ def test_config_selects_vgg_networks_and_image_inputs():
     y = np.arange(10) % 2
     data = DataSplits(x, y, x[:4], y[:4], name="t", likelihood="bernoulli", image_shape=(8, 8, 1))
     config = RunConfig(architecture="vgg", vgg_filters=(4, 8), latent_dim=3, max_train_samples=6, num_pairs=5)
-    run = prepared.prepare_run(config, data, num_clusters=2)
+    run = recipe.prepare_run(config, data, num_clusters=2)
     x_train, y_train, x_test, _ = run.inputs
     assert x_train.shape == (6, 8, 8, 1) and x_test.shape == (4, 8, 8, 1) and y_train.shape == (6,)
     assert len(run.train_indices) == 6 and np.array_equal(run.data.x_train, x[run.train_indices])
-    model = starting.make_model(config, x_train.shape[1:], data.likelihood, 2, seed=0)
+    model = recipe.make_model(config, x_train.shape[1:], data.likelihood, 2, seed=0)
     assert isinstance(model.encoder, VGGEncoder) and model.encoder.filters == (4, 8)
     assert model.decoder.image_shape == (8, 8, 1) and model.latent_dim == 3
     mlp = RunConfig(latent_dim=3)
-    assert isinstance(starting.make_model(mlp, (64,), data.likelihood, 2, seed=0).encoder, MLPEncoder)
-    assert prepared.model_inputs(prepared.subsets(data, mlp), mlp).x_train.shape == (10, 64)
+    assert isinstance(recipe.make_model(mlp, (64,), data.likelihood, 2, seed=0).encoder, MLPEncoder)
+    assert recipe.model_inputs(recipe.subsets(data, mlp), mlp).x_train.shape == (10, 64)

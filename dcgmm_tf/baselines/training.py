@@ -1,4 +1,4 @@
-"""The baselines' trainers, with the interface of DC-GMM's (``dcgmm_tf.training.TRAINERS``)."""
+"""The baselines' trainers, with the interface of DC-GMM's (``dcgmm_tf.recipe.TRAINERS``)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ from dcgmm_tf.baselines.dec import CIDEC, SDEC
 from dcgmm_tf.baselines.layerwise import StackedAutoencoder, pretrain_layerwise
 from dcgmm_tf.baselines.pckmeans import PCKMeans
 from dcgmm_tf.config import RunConfig, RuntimeConfig, settings_hash
-from dcgmm_tf.prepared import PreparedRun
-from dcgmm_tf.process_state import process_seeds, python_generator
-from dcgmm_tf.trainer_base import TrainedModel, cache_note, cache_path, predict_clusters
+from dcgmm_tf.records import PreparedRun, TrainedModel, predict_clusters
+from dcgmm_tf.runtime import cache_note, cache_path, process_seeds, python_generator
 
 
 def train_pckmeans(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> TrainedModel:
@@ -38,7 +37,7 @@ def train_dec(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> Tr
 
 
 def _train_dec(config: RunConfig, run: PreparedRun, runtime: RuntimeConfig) -> TrainedModel:
-    """:func:`train_dec` inside its :func:`dcgmm_tf.process_state.process_seeds`."""
+    """:func:`train_dec` inside its :func:`dcgmm_tf.runtime.process_seeds`."""
     data, constraints, num_clusters, run_dir = run.data, run.constraints, run.num_clusters, run.run_dir
     x_train, x_test, y_test, seed = data.x_train, data.x_test, data.y_test, config.seed
     autoencoder = StackedAutoencoder(x_train.shape[-1], config.latent_dim, name="autoencoder")

@@ -24,19 +24,18 @@ from typing import Any
 import keras
 import numpy as np
 
-from dcgmm_tf import active, metrics
+from dcgmm_tf import metrics, pair_selection
 from dcgmm_tf.active_loop import ActiveSchedule, round_pairs, train_round, trained_start
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.constraints import ConstraintSet, default_alpha, random_pairs
 from dcgmm_tf.data import DataSplits
 from dcgmm_tf.labelling.answers import AnswerBook
 from dcgmm_tf.model import DCGMM
-from dcgmm_tf.prepared import prepare_run, training_pairs
 from dcgmm_tf.pretraining import load_cached_weights, save_cached_weights
-from dcgmm_tf.process_state import precision_policy, process_seeds
-from dcgmm_tf.starting import make_model
+from dcgmm_tf.recipe import make_model, prepare_run, training_pairs
+from dcgmm_tf.records import predict_clusters
+from dcgmm_tf.runtime import precision_policy, process_seeds
 from dcgmm_tf.storage import write_atomically
-from dcgmm_tf.trainer_base import predict_clusters
 
 
 @dataclasses.dataclass
@@ -67,7 +66,7 @@ class LabellingSession:
       data: The data set; its test labels, where it has them, score each retrain.
       folder: Where the questions, answers, weights and state are kept.
       schedule: The pairs per round and the epochs of the start and of each round.
-      strategy: The selection strategy of :mod:`dcgmm_tf.active` that asks after the first round.
+      strategy: The selection strategy of :mod:`dcgmm_tf.pair_selection` that asks after the first round.
       runtime: Threads, cache and batch sizes of the training.
       typical: How many typical members of each cluster the page shows.
 
@@ -87,8 +86,8 @@ class LabellingSession:
     ):
         if config.method != "dcgmm":
             raise ValueError(f"labelling needs method dcgmm, got {config.method}")
-        if strategy not in active.SELECTION_STRATEGIES:
-            raise ValueError(f"strategy must be one of {active.SELECTION_STRATEGIES}, got {strategy!r}")
+        if strategy not in pair_selection.SELECTION_STRATEGIES:
+            raise ValueError(f"strategy must be one of {pair_selection.SELECTION_STRATEGIES}, got {strategy!r}")
         if config.input_features != "pixels":
             raise ValueError(
                 f"labelling shows the samples the network reads, so it needs input_features pixels, "

@@ -42,9 +42,9 @@ from sklearn.cluster import KMeans
 from sklearn.decomposition import PCA
 from sklearn.neighbors import NearestNeighbors
 
-from dcgmm_tf.cluster_init import default_components, fit_latent_classes, link_metric
 from dcgmm_tf.config import LATENT_CLASS_STARTS
 from dcgmm_tf.constraints import ConstraintSet, flip_probability
+from dcgmm_tf.starts import default_components, fit_latent_classes, link_metric
 
 SELECTION_STRATEGIES = ("random", "uncertain", "explore", "consolidate", "anchor", "disagree")
 NUM_NEIGHBOURS = 10

@@ -14,8 +14,8 @@ from dcgmm_tf import ConstraintSet
 from dcgmm_tf.baselines.dec import SDEC
 from dcgmm_tf.baselines.layerwise import StackedAutoencoder
 from dcgmm_tf.model import DCGMM
-from dcgmm_tf.process_state import process_seeds, python_generator
-from dcgmm_tf.starting import pretrained_model
+from dcgmm_tf.recipe import pretrained_model
+from dcgmm_tf.runtime import process_seeds, python_generator
 from tests.helpers import toy_data, weights_equal
 
 

@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dcgmm_tf import ConstraintSet, evaluation, prepared, starting, training
+from dcgmm_tf import ConstraintSet, recipe
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.data import load_dataset
-from experiments import results, run, runs
+from experiments import results, run
 from tests.helpers import OLDER_RECIPE, parsed_flags, toy_data, toy_npz
 
 METRICS = ["acc", "nmi", "ari", "constraint_satisfaction", "start_acc"]
@@ -45,10 +45,10 @@ def test_python_call_gives_the_row_of_the_runner(toy, tmp_path):
     summary = run.run(config, runtime)
     row = results.read_rows(tmp_path / "out" / "results.csv").iloc[0]  # a key of digits stays text
     data = load_dataset(config.dataset)
-    python_row, trained, y_test, clusters = evaluation.train_and_evaluate(
+    python_row, trained, y_test, clusters = recipe.train_and_evaluate(
         config, data, dataclasses.replace(runtime, output_dir=str(tmp_path / "python"))
     )
-    assert python_row["acc"] == evaluation.metrics.cluster_accuracy(y_test, clusters)
+    assert python_row["acc"] == recipe.metrics.cluster_accuracy(y_test, clusters)
     assert python_row["config"] == row["config"] == config.key()
     assert "chosen_k" not in python_row  # only a run that chose its K (num_clusters=0) has the column
     assert python_row["seed"] == row["seed"] == 0 and python_row["num_pairs"] == row["num_pairs"] == 100
@@ -88,7 +88,7 @@ def test_default_start_uses_the_links_and_leaves_vade_as_the_paper(toy, caplog):
 
     def logged(**changes):
         caplog.clear()
-        row = evaluation.train_and_evaluate(dataclasses.replace(config, **changes), data, runtime).row
+        row = recipe.train_and_evaluate(dataclasses.replace(config, **changes), data, runtime).row
         return row, caplog.text
 
     _, log = logged()
@@ -118,7 +118,7 @@ def test_pretrain_seed_shares_one_pretrained_model_across_runs(toy, tmp_path):
     assert list(rows["seed"]) == [5, 6]
     assert rows["start_acc"].nunique() == 1  # both runs start from the same pretrained GMM
     # without --pretrain_seed each run pretrains under its own seed (the command-line test makes one such run)
-    assert [starting.pretraining_seed(dataclasses.replace(config, seed=s)) for s in (5, 6)] == [5, 6]
+    assert [recipe.pretraining_seed(dataclasses.replace(config, seed=s)) for s in (5, 6)] == [5, 6]
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
     assert summary.loc[0, "runs"] == 2 and summary.loc[0, "acc_mean"] == pytest.approx(rows["acc"].mean())
 
@@ -140,9 +140,9 @@ def test_finished_runs_are_skipped(toy, tmp_path, monkeypatch):
             "ari": 0.5,
             "config": config.key(),
         }
-        return evaluation.RunResult(row, evaluation.TrainedModel(None, {}, np.nan), np.array([0, 1]), np.array([1, 0]))
+        return recipe.RunResult(row, recipe.TrainedModel(None, {}, np.nan), np.array([0, 1]), np.array([1, 0]))
 
-    monkeypatch.setattr(runs, "train_and_evaluate", fake_train_and_evaluate)
+    monkeypatch.setattr(recipe, "train_and_evaluate", fake_train_and_evaluate)
     data = load_dataset(config.dataset)
     results.append_row(tmp_path / "out" / "results.csv", fake_train_and_evaluate(config, data, runtime).row)
     calls.clear()
@@ -158,27 +158,27 @@ def test_finished_runs_are_skipped(toy, tmp_path, monkeypatch):
 def test_train_from_python_without_a_run_folder(toy, tmp_path):
     config, runtime = toy
     data = load_dataset(config.dataset)
-    constraints = prepared.make_constraints(config, data.y_train)
-    trained = training.train(config, data, constraints, runtime=runtime)
+    constraints = recipe.make_constraints(config, data.y_train)
+    trained = recipe.train(config, data, constraints, runtime=runtime)
     clusters = trained.model.predict(data.x_test, verbose=0).argmax(-1)
     assert clusters.shape == (100,) and 0 <= trained.start_acc <= 1
     assert not (tmp_path / "out").exists()  # no run folder: nothing but the pretraining cache is written
     assert len(list((tmp_path / "cache").glob("*.weights.h5"))) == 1
     with pytest.raises(ValueError, match="the constraints index 10 samples but x_train holds 600"):
-        training.train(config, data, ConstraintSet.empty(10), runtime=runtime)
+        recipe.train(config, data, ConstraintSet.empty(10), runtime=runtime)
 
 
 def test_baselines_train_behind_the_same_interface(toy, tmp_path):
     config, runtime = toy
     data = load_dataset(config.dataset)
     pck = dataclasses.replace(config, method="pckmeans", epochs=5, restart_every=10)
-    trained = training.train(
-        pck, data, prepared.make_constraints(pck, data.y_train), run_dir=tmp_path / "pck", runtime=runtime
+    trained = recipe.train(
+        pck, data, recipe.make_constraints(pck, data.y_train), run_dir=tmp_path / "pck", runtime=runtime
     )
     assert np.isnan(trained.start_acc) and "changed" in trained.history
     assert len(pd.read_csv(tmp_path / "pck" / "history.csv")) == len(trained.history["changed"])
-    assert set(evaluation.predict_clusters(trained.model, data.x_test)) <= {0, 1}
-    assert set(training.TRAINERS) == {"dcgmm", "vade", "pckmeans", "sdec", "cidec"}
+    assert set(recipe.predict_clusters(trained.model, data.x_test)) <= {0, 1}
+    assert set(recipe.TRAINERS) == {"dcgmm", "vade", "pckmeans", "sdec", "cidec"}
 
 
 def test_steps_per_execution_leaves_the_training_unchanged():
@@ -254,19 +254,19 @@ def test_num_clusters_zero_chooses_k_from_the_pairs(toy, monkeypatch, caplog):
         asked.append((kwargs.get("candidates", cluster_count.DEFAULT_CANDIDATES), len(args[1])))
         return cluster_count.choose_num_clusters(*args, **kwargs, candidates=range(2, 6))
 
-    monkeypatch.setattr(starting, "choose_num_clusters", choose)
+    monkeypatch.setattr(recipe, "choose_num_clusters", choose)
     probed = []
     probe = cluster_count.probe_num_clusters
-    monkeypatch.setattr(starting, "probe_num_clusters", lambda *a, **k: probed.append(probe(*a, **k)) or probed[-1])
+    monkeypatch.setattr(recipe, "probe_num_clusters", lambda *a, **k: probed.append(probe(*a, **k)) or probed[-1])
     pretrained = []
-    pretrain = starting.pretrained_model
+    pretrain = recipe.pretrained_model
 
     def counted(*args, **kwargs):
         pretrained.append(pretrain(*args, **kwargs))
         return pretrained[-1]
 
-    monkeypatch.setattr(starting, "pretrained_model", counted)
-    result = evaluation.train_and_evaluate(dataclasses.replace(config, num_clusters=0, probe_epochs=1), data, runtime)
+    monkeypatch.setattr(recipe, "pretrained_model", counted)
+    result = recipe.train_and_evaluate(dataclasses.replace(config, num_clusters=0, probe_epochs=1), data, runtime)
     assert len(pretrained) == 1  # K is chosen on the pretrained embedding; the run at K takes its autoencoder
     # the runner asks for the default range, and chooses from the 100 answers, not from their spread copies
     assert asked == [(cluster_count.DEFAULT_CANDIDATES, 100)] and result.row["training_pairs"] > 100
@@ -294,7 +294,7 @@ def test_a_run_checks_its_training_data_once(toy, monkeypatch):
         return check_data(x, *args, **kwargs)
 
     monkeypatch.setattr(validation, "check_data", counting)
-    training.train(config, data, prepared.make_constraints(config, data.y_train), runtime=runtime)
+    recipe.train(config, data, recipe.make_constraints(config, data.y_train), runtime=runtime)
     assert checked.count(len(data.x_train)) == 1
 
 
@@ -306,7 +306,7 @@ def test_pair_tuning_runs_before_the_start_and_not_for_vade(toy, caplog):
     for method, expected in (("dcgmm", True), ("vade", False)):  # VaDE has no pairs to tune with
         caplog.clear()
         chosen = dataclasses.replace(tuned, method=method)
-        starting.started_model(chosen, prepared.prepare_run(chosen, data), runtime)
+        recipe.started_model(chosen, recipe.prepare_run(chosen, data), runtime)
         log = caplog.text
         assert ("pair tuning epoch 1/1" in log) == expected
         assert not expected or log.index("pair tuning epoch") < log.index("mixture initialised")

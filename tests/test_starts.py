@@ -1,10 +1,13 @@
-"""Starts of the mixture (dcgmm_tf.cluster_init) on hand-made embeddings and constraints."""
+"""Starts of the mixture (dcgmm_tf.starts) on hand-made embeddings and constraints."""
 
 import numpy as np
 import pytest
 
 from dcgmm_tf import DCGMM, ConstraintSet, MLPDecoder, MLPEncoder, default_alpha, metrics
-from dcgmm_tf.cluster_init import (
+from dcgmm_tf import starts as start_module
+from dcgmm_tf.config import LATENT_CLASS_STARTS
+from dcgmm_tf.constraints import flip_probability
+from dcgmm_tf.starts import (
     cluster_start,
     fit_latent_classes,
     gmm_start,
@@ -15,8 +18,6 @@ from dcgmm_tf.cluster_init import (
     merge_start,
     moment_match,
 )
-from dcgmm_tf.config import LATENT_CLASS_STARTS
-from dcgmm_tf.constraints import flip_probability
 from tests.helpers import recorded_em_starts
 
 # Six tight blobs on a line; classes pair blobs that are NOT neighbours, so the geometry alone (a GMM with K = 3)
@@ -96,8 +97,6 @@ def test_without_constraints_every_strategy_is_the_paper_gmm(strategy):
 def test_kmeans_start_is_scikit_learns_kmeans_moment_matched_with_or_without_pairs(monkeypatch):
     from sklearn.cluster import KMeans
 
-    from dcgmm_tf import cluster_init
-
     z, y = blobs(seed=2)
     expected = KMeans(6, n_init=10, random_state=4).fit_predict(z)
     means, variances = moment_match(z, expected, 6, min_variance=0.01)
@@ -108,8 +107,8 @@ def test_kmeans_start_is_scikit_learns_kmeans_moment_matched_with_or_without_pai
         np.testing.assert_allclose(start.variances, variances)
     blob = np.round(z[:, 0]).astype(int)
     assert metrics.cluster_accuracy(blob, start.assignments) == 1.0 and start.variances.min() == 0.01
-    monkeypatch.setattr(cluster_init, "FIT_SAMPLES", 60)  # k-means on 60 of the 240 rows, every row assigned
-    monkeypatch.setattr(cluster_init, "CHUNK", 100)
+    monkeypatch.setattr(start_module, "FIT_SAMPLES", 60)  # k-means on 60 of the 240 rows, every row assigned
+    monkeypatch.setattr(start_module, "CHUNK", 100)
     subset = kmeans_start(z, 6, seed=4)
     assert len(subset.assignments) == 240 and metrics.cluster_accuracy(blob, subset.assignments) == 1.0
 
@@ -274,19 +273,17 @@ def test_cluster_restart_rejects_an_unknown_strategy():
 def test_large_data_fits_the_over_clustering_on_a_subset_and_assigns_in_chunks(monkeypatch):
     from sklearn.mixture import GaussianMixture
 
-    from dcgmm_tf import cluster_init
-
     z, y = blobs(per_blob=50)
     current = np.eye(3)[(y + 1) % 3]
     whole = latent_class_on_embeddings(z, links(y), 3, num_components=6, seed=0, current=current)
     fitted_rows = []
     fit = GaussianMixture.fit
     monkeypatch.setattr(GaussianMixture, "fit", lambda self, x, y=None: fitted_rows.append(len(x)) or fit(self, x))
-    monkeypatch.setattr(cluster_init, "CHUNK", 37)  # 300 rows: 9 chunks, the last of 4
+    monkeypatch.setattr(start_module, "CHUNK", 37)  # 300 rows: 9 chunks, the last of 4
     chunked = latent_class_on_embeddings(z, links(y), 3, num_components=6, seed=0, current=current)
     np.testing.assert_array_equal(chunked.assignments, whole.assignments)
     np.testing.assert_allclose(chunked.means, whole.means)
-    monkeypatch.setattr(cluster_init, "FIT_SAMPLES", 120)
+    monkeypatch.setattr(start_module, "FIT_SAMPLES", 120)
     subset = latent_class_on_embeddings(z, links(y), 3, num_components=6, seed=0, current=current)
     assert fitted_rows == [300, 120]  # the GMM saw 120 of the 300 rows; every row is still assigned
     assert len(subset.assignments) == 300 and metrics.cluster_accuracy(y, subset.assignments) == 1.0
@@ -295,7 +292,7 @@ def test_large_data_fits_the_over_clustering_on_a_subset_and_assigns_in_chunks(m
 def test_log_sum_exp_is_scipys_logsumexp_bit_for_bit():
     from scipy.special import logsumexp
 
-    from dcgmm_tf.cluster_init import log_sum_exp
+    from dcgmm_tf.starts import log_sum_exp
 
     rng = np.random.default_rng(0)
     log_theta = np.log(rng.dirichlet(np.ones(7), 50))
@@ -368,7 +365,7 @@ def test_latent_class_em_is_the_per_pair_em_bit_for_bit():
 
 def test_latent_class_starts_side_by_side_or_one_after_the_other_agree(monkeypatch):
     """Threads pay only on many groups of pairs (PARALLEL_GROUPS); both ways give the same fit, bit for bit."""
-    import dcgmm_tf.cluster_init as cluster_init
+    import dcgmm_tf.starts as start_module
 
     rng = np.random.default_rng(4)
     classes = rng.integers(0, 3, 12)
@@ -376,7 +373,7 @@ def test_latent_class_starts_side_by_side_or_one_after_the_other_agree(monkeypat
     args = (a, b, classes[a] == classes[b], np.full(400, 0.05), np.full(12, 100.0), 3)
     fits = []
     for threshold in (0, 10**9):  # side by side, then one after the other
-        monkeypatch.setattr(cluster_init, "PARALLEL_GROUPS", threshold)
+        monkeypatch.setattr(start_module, "PARALLEL_GROUPS", threshold)
         fits.append(fit_latent_classes(*args, seed=2, n_init=6))
     assert fits[0][0].tobytes() == fits[1][0].tobytes() and fits[0][1] == fits[1][1]
 
