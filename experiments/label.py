@@ -32,16 +32,32 @@ flags.DEFINE_string("label_dir", None, "Folder of the questions, the answers (an
 flags.DEFINE_string("host", "127.0.0.1", "Address the page listens on (127.0.0.1: this machine only).")
 flags.DEFINE_integer("port", 8000, "Port of the page.", lower_bound=0, upper_bound=65535)
 flags.DEFINE_integer("typical", 8, "Typical members shown per cluster.", lower_bound=1)
+flags.DEFINE_list(
+    "image_shape",
+    None,
+    "Draw each sample as an image of this shape, H,W (grey) or H,W,C, when the data set stores its images as flat "
+    "rows. Unset: the data set's own shape, or a square grey image when the row length is a perfect square.",
+)
 
 
 def open_session(
-    config: RunConfig, runtime: RuntimeConfig, schedule: ActiveSchedule, strategy: str, folder: str, typical: int = 8
+    config: RunConfig,
+    runtime: RuntimeConfig,
+    schedule: ActiveSchedule,
+    strategy: str,
+    folder: str,
+    typical: int = 8,
+    image_shape: tuple[int, ...] | None = None,
 ):
-    """The labelling session of ``config`` in ``folder`` (the data loaded here, the folder read back)."""
+    """The labelling session of ``config`` in ``folder`` (the data loaded here, the folder read back); the samples
+    are drawn as images of ``image_shape`` or of the shape :func:`dcgmm_tf.data.dataset.with_image_shape` finds."""
     from dcgmm_tf.data import load_dataset
+    from dcgmm_tf.data.dataset import with_image_shape
     from dcgmm_tf.labelling import LabellingSession
 
     data = load_dataset(config.dataset, runtime.data_dir, image_size=config.image_size)
+    data, note = with_image_shape(data, image_shape)
+    logging.warning("the page shows the samples of %s as %s", data.name, note)
     return LabellingSession(config, data, folder, schedule, strategy, runtime, typical)
 
 
@@ -57,7 +73,8 @@ def main(argv):
     config, runtime = run.configs(FLAGS)
     schedule = config_from_flags(ActiveSchedule, FLAGS)
     configure(runtime)
-    session = open_session(config, runtime, schedule, FLAGS.strategies[0], FLAGS.label_dir, FLAGS.typical)
+    shape = tuple(int(v) for v in FLAGS.image_shape) if FLAGS.image_shape else None
+    session = open_session(config, runtime, schedule, FLAGS.strategies[0], FLAGS.label_dir, FLAGS.typical, shape)
     if FLAGS.host not in ("127.0.0.1", "localhost", "::1"):
         logging.warning("the labelling page listens on %s: other machines can reach it", FLAGS.host)
     snapshot = session.snapshot()

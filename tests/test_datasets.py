@@ -2,6 +2,7 @@
 package's import graph."""
 
 import ast
+import dataclasses
 import gzip
 from pathlib import Path
 
@@ -442,3 +443,32 @@ def test_digits_by_name_is_a_fixed_stratified_split():
     assert 0.0 <= first.x_train.min() and first.x_train.max() == 1.0 and first.likelihood == "bernoulli"
     assert np.array_equal(first.x_train, again.x_train) and np.array_equal(first.y_test, again.y_test)
     assert np.bincount(first.y_test).min() >= 35  # every class in the test split (stratified: 35-37 each)
+
+
+def test_flat_rows_are_drawn_as_images_when_told_or_when_square(tmp_path):
+    from dcgmm_tf.data import load_dataset
+    from dcgmm_tf.data.dataset import with_image_shape
+    from dcgmm_tf.labelling.render import image_png
+
+    rng = np.random.default_rng(0)
+    flat = {k: rng.random((n, 784), dtype=np.float32) for k, n in (("x_train", 12), ("x_test", 4))}
+    labels = {"y_train": np.arange(12) % 3, "y_test": np.arange(4) % 3}
+    np.savez(tmp_path / "flat.npz", **flat, **labels)
+    data = load_dataset(str(tmp_path / "flat.npz"))
+    assert data.image_shape is None  # flat rows, no shape in the file
+    given, note = with_image_shape(data, (28, 28))
+    assert given.image_shape == (28, 28, 1) and "given" in note
+    assumed, note = with_image_shape(data)
+    assert assumed.image_shape == (28, 28, 1) and "assumed" in note
+    assert image_png(assumed.x_train[0], assumed.image_shape)[:4] == b"\x89PNG"
+    with pytest.raises(ValueError, match="does not hold the 784 features"):
+        with_image_shape(data, (28, 27))
+    np.savez(tmp_path / "tagged.npz", **flat, **labels, image_shape=np.array([14, 56]))
+    assert load_dataset(str(tmp_path / "tagged.npz")).image_shape == (14, 56, 1)
+    images = {k: v.reshape(len(v), 28, 28) for k, v in flat.items()}
+    np.savez(tmp_path / "images.npz", **images, **labels)
+    loaded = load_dataset(str(tmp_path / "images.npz"))
+    assert loaded.image_shape == (28, 28, 1) and loaded.x_train.shape == (12, 784)
+    table = dataclasses.replace(data, x_train=data.x_train[:, :30], x_test=data.x_test[:, :30])
+    kept, note = with_image_shape(table)
+    assert kept.image_shape is None and "feature vectors" in note

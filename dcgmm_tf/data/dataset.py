@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -83,3 +84,42 @@ class DataSplits:
     def input_dim(self) -> int:
         """Number of features per sample."""
         return int(self.x_train.shape[1])
+
+
+def with_image_shape(data: DataSplits, shape: tuple[int, ...] | None = None) -> tuple[DataSplits, str]:
+    """``data`` with the image shape of its rows, for pages and figures that draw samples; and how it was found.
+
+    Flat rows are images when ``shape`` says so ((H, W) for grey images or (H, W, C)), when the data set knows its
+    shape, or when each row's length is a perfect square, taken as a square grey image (an assumption, said in the
+    returned note). Otherwise the data stays as it is: feature vectors.
+
+    Args:
+      data: The data set.
+      shape: The shape of one image, or None.
+
+    Returns:
+      The data set (with ``image_shape`` set where an image shape was found) and a note saying which shape was used
+      and why.
+
+    Raises:
+      ValueError: When ``shape`` does not hold the row's number of features.
+    """
+    features = data.x_train.shape[1]
+    if shape is not None:
+        shape = tuple(int(v) for v in shape)
+        if len(shape) == 2:
+            shape = (*shape, 1)
+        if len(shape) != 3 or min(shape) < 1 or math.prod(shape) != features:
+            raise ValueError(
+                f"image shape {shape} does not hold the {features} features of a row of {data.name!r}: give H,W "
+                "(grey) or H,W,C with H*W*C equal to the number of features."
+            )
+        return dataclasses.replace(data, image_shape=shape), f"images of shape {shape} (given)"
+    if data.image_shape is not None:
+        return data, f"images of shape {data.image_shape} (the data set's own)"
+    side = math.isqrt(features)
+    if side >= 4 and side * side == features:
+        shape = (side, side, 1)
+        note = f"images of shape {shape} (assumed: {features} features per row make a square grey image)"
+        return dataclasses.replace(data, image_shape=shape), note
+    return data, "feature vectors (no image shape given, and the row length is not a square)"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dcgmm_tf.data.dataset import DataSplits
+from dcgmm_tf.data.dataset import DataSplits, with_image_shape
 
 
 def read_arrays(path: Path, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
@@ -33,7 +33,9 @@ def load_npz(path: str | os.PathLike) -> DataSplits:
     """Loads and validates a user dataset stored as a .npz file.
 
     The file must hold `x_train`, `y_train`, `x_test`, `y_test`; features of any shape are flattened per
-    sample. The likelihood is `"bernoulli"` if all features lie in `[0, 1]`, else `"gaussian"`.
+    sample. Samples stored as images (N, H, W) or (N, H, W, C), or flat rows with an `image_shape` array in the
+    file, keep their image shape (see `DataSplits.image_shape`). The likelihood is `"bernoulli"` if all features
+    lie in `[0, 1]`, else `"gaussian"`.
 
     Raises:
       FileNotFoundError: If `path` does not exist.
@@ -44,6 +46,7 @@ def load_npz(path: str | os.PathLike) -> DataSplits:
         raise FileNotFoundError(f"Dataset file not found: {path}")
     keys = ("x_train", "y_train", "x_test", "y_test")
     arrays = read_arrays(path, keys)
+    image_shape = _image_shape(path, arrays["x_train"])
     for split in ("train", "test"):
         x, y = arrays[f"x_{split}"], arrays[f"y_{split}"]
         if x.ndim < 1 or x.shape[0] == 0:
@@ -71,8 +74,20 @@ def load_npz(path: str | os.PathLike) -> DataSplits:
             f"sample but x_test has {arrays['x_test'].shape[1]}."
         )
     in_unit_range = all(arrays[k].min() >= 0 and arrays[k].max() <= 1 for k in ("x_train", "x_test"))
-    return DataSplits(
-        **arrays,
-        name=path.stem,
-        likelihood="bernoulli" if in_unit_range else "gaussian",
-    )
+    data = DataSplits(**arrays, name=path.stem, likelihood="bernoulli" if in_unit_range else "gaussian")
+    if image_shape is None:
+        return data
+    return with_image_shape(data, image_shape)[0]
+
+
+def _image_shape(path: Path, x_train: np.ndarray) -> tuple[int, ...] | None:
+    """The image shape of the samples of an .npz file: that of image arrays, or the file's ``image_shape`` array."""
+    if x_train.ndim in (3, 4):
+        return x_train.shape[1:]
+    with np.load(path, allow_pickle=False) as f:
+        if "image_shape" not in f.files:
+            return None
+        shape = f["image_shape"]
+    if shape.dtype.kind not in "iu" or shape.ndim != 1:
+        raise ValueError(f"{path}: image_shape must be a 1-D integer array such as [28, 28], got {shape!r}.")
+    return tuple(int(v) for v in shape)
