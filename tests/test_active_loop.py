@@ -18,6 +18,7 @@ def fixture_toy(tmp_path):
     return toy_loop_configs(tmp_path)
 
 
+@pytest.mark.slow
 def test_loop_adds_the_pairs_of_each_round_from_one_start(toy):
     config, runtime = toy
     # One round here; the next test makes two (each round trains on from the one before).
@@ -39,6 +40,7 @@ def test_loop_adds_the_pairs_of_each_round_from_one_start(toy):
         simulate(dataclasses.replace(config, method="vade"), load_dataset(config.dataset), ["random"], schedule)
 
 
+@pytest.mark.slow
 def test_loop_counts_answered_pairs_and_trains_each_round_on_their_spread(toy, monkeypatch):
     config, runtime = toy
     config = dataclasses.replace(config, spread_neighbours=1)
@@ -58,6 +60,7 @@ def test_loop_counts_answered_pairs_and_trains_each_round_on_their_spread(toy, m
     assert all(answered < spread <= 3 * answered for answered, spread in zip([20, 40, 70], trained_with))
 
 
+@pytest.mark.slow
 def test_runner_writes_curves_once_and_suggests_pairs_to_answer(toy, tmp_path):
     config, runtime = toy
     schedule = ActiveSchedule(start_pairs=20, budgets=(40,), start_epochs=1, round_epochs=1)

@@ -173,6 +173,7 @@ def test_clustering_layer_outputs_rows_summing_to_one_and_round_trips_config():
 
 
 # ---------------------------------------------------------------------------------------- SDEC and C-IDEC
+@pytest.mark.slow
 def test_sdec_pair_gradient_reaches_the_encoder_and_constraints_help():
     x, y = stripes()
     constraints = ConstraintSet.from_labels(y, 600, seed=0)

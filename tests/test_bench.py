@@ -36,6 +36,7 @@ def test_reference_matmuls_count_the_flop_of_a_training_step():
     assert flop == 2 * 32 * (12 * 16 + 3 * 16 * 2 + 16 * 12) * 3 - 2 * 32 * 12 * 16
 
 
+@pytest.mark.slow
 def test_device_check_runs_each_variant_and_reports_the_device():
     from bench.device_check import gpu_names, run_variant, table
 
@@ -52,6 +53,7 @@ def test_device_check_runs_each_variant_and_reports_the_device():
     assert len(text.splitlines()) == 4 and "failed: XlaRuntimeError" in text
 
 
+@pytest.mark.slow
 def test_gpu_check_names_the_gpus_or_says_none_and_runs_its_steps_shortened(tmp_path, capsys):
     from bench.gpu_check import STEPS, gpu_check
 

@@ -49,6 +49,7 @@ def run_cli(tmp_path, *args):
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not FASHION.exists(), reason="needs the Debian package dataset-fashion-mnist (CI installs it)")
 def test_cli_writes_results_summary_history_and_model(tmp_path):
     proc = run_cli(tmp_path, "--seed=5")  # several runs (--runs) are tested in this process: test_recipe.py

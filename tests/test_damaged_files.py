@@ -80,6 +80,7 @@ def test_damaged_autoencoder_cache_of_the_baselines_is_rebuilt(tmp_path, caplog)
     assert "is damaged" in caplog.text and damage(cache) is None
 
 
+@pytest.mark.slow
 def test_processes_sharing_a_cache_pretrain_once(tmp_path):
     """Two processes want the same missing cache entry at once: one pretrains, the other loads its file. The other
     process is this one, which asks once the first has opened the entry's lock."""
@@ -211,6 +212,7 @@ def test_damaged_saved_model_is_refused_with_what_to_do(tmp_path, kind):
         fig_common.trained_model(config, data, runtime)
 
 
+@pytest.mark.slow
 def test_the_runner_repairs_what_it_can_and_refuses_what_it_cannot(tmp_path):
     """Through the command line: a damaged cache and a damaged result line are reported in one line each and the
     run goes on (exit 0); a results file that was not written here stops the run before training (exit 1)."""

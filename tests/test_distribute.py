@@ -165,6 +165,7 @@ def mirrored_against_single_device() -> dict:
     }
 
 
+@pytest.mark.slow
 def test_mirrored_training_matches_single_device_and_trains():
     code = "import json, tests.test_distribute as t; print(json.dumps(t.mirrored_against_single_device()))"
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)

@@ -56,6 +56,7 @@ def test_answers_spread_to_neighbours_train_with_more_pairs():
             DCGMMClustering(2, **bad, **TINY).fit(x, constraints=constraints)
 
 
+@pytest.mark.slow
 def test_tuning_with_the_pairs_pulls_must_links_together():
     x, y = toy_data(120)
     constraints = ConstraintSet.from_labels(y, 60, seed=0)
@@ -208,6 +209,7 @@ def test_pckmeans_takes_pairs_like_scikit_learn_clusterers():
         PCKMeans(2).fit(x, ConstraintSet.empty(100), ml=ml)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("likelihood", ["bernoulli", "gaussian"])
 def test_an_affine_map_of_x_gives_the_same_clustering(likelihood):
     from sklearn.metrics import adjusted_rand_score
@@ -224,6 +226,7 @@ def test_an_affine_map_of_x_gives_the_same_clustering(likelihood):
         np.testing.assert_allclose(est.transform(a * x + b), reference.transform(x), atol=1e-3)
 
 
+@pytest.mark.slow
 def test_hidden_units_auto_give_tables_a_small_network():
     x, _ = toy_data(100)  # 20 features
     auto = {**TINY, "hidden_units": "auto"}
@@ -248,6 +251,7 @@ def test_scaling_statistics():
     assert not offset.any() and (scale == 1).all()
 
 
+@pytest.mark.slow
 def test_pickle_round_trip_without_the_optimizer_state():
     import pickle
 
@@ -285,6 +289,7 @@ def test_the_schedule_fits_the_data_size():
         fit_schedule(178, epochs="many")
 
 
+@pytest.mark.slow
 def test_no_collapse_on_a_small_table_without_pairs():
     """Standardised wine (178 x 13) without pairs, the defaults: every cluster used, k-means' ARI (once: ARI 0.000, one
     cluster). Ten seeds: mean ARI 0.926 against k-means' 0.899 (docs/your-data.md)."""
@@ -307,6 +312,7 @@ def test_one_cluster_is_the_trivial_clustering():
     assert (est.labels_ == 0).all() and est.predict_proba(x).shape == (60, 1)
 
 
+@pytest.mark.slow
 def test_n_clusters_auto_chooses_from_the_pairs_then_by_probes():
     x, y = toy_data(200)
     constraints = ConstraintSet.from_labels(y, 100, seed=0)
@@ -335,18 +341,18 @@ def test_n_clusters_auto_chooses_from_the_pairs_then_by_probes():
 
 
 def test_n_clusters_auto_chooses_on_folds_tuned_with_their_answers(monkeypatch):
-    from dcgmm_tf import estimator
+    from dcgmm_tf import recipe
 
     x, y = toy_data(120)
     constraints = ConstraintSet.from_labels(y, 60, seed=0)
     tuned = []
-    tune_with_pairs = estimator.tune_with_pairs
+    tune_with_pairs = recipe.tune_with_pairs
 
     def counting(model, x, pairs, epochs, *args):
         tuned.append((len(pairs), epochs))
         return tune_with_pairs(model, x, pairs, epochs, *args)
 
-    monkeypatch.setattr(estimator, "tune_with_pairs", counting)
+    monkeypatch.setattr(recipe, "tune_with_pairs", counting)
     assert DCGMMClustering().choice_tuning_epochs == "auto" and DCGMMClustering().pair_tuning_epochs == 0
     auto = DCGMMClustering("auto", cluster_range=(2, 3), **{**TINY, "choice_tuning_epochs": 1}).fit(
         x, constraints=constraints
@@ -359,6 +365,7 @@ def test_n_clusters_auto_chooses_on_folds_tuned_with_their_answers(monkeypatch):
     assert fixed.schedule_.choice_tuning_epochs == 0 and tuned == []  # only to choose K
 
 
+@pytest.mark.slow
 def test_random_state_fixes_the_fit_with_any_network():
     """Networks other than the paper's are made under the fit's seeds too (they once drew the caller's)."""
     x, _ = toy_data(100)

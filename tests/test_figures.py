@@ -51,6 +51,7 @@ def settings(root, name, **changes):
     return config, runtime
 
 
+@pytest.mark.slow
 def test_constraints_figure_sweeps_fractions_of_n(tiny, caplog):
     config, runtime = settings(tiny, "constraints")
     fig_constraints.constraints_figure(config, runtime, tiny / "constraints", 1, ["dcgmm", "nosuchmethod"], [0.1, 0.5])
@@ -74,6 +75,7 @@ def test_noise_figure_uses_the_paper_confidence(tiny):
         fig_noise.noise_figure(config, runtime, tiny / "noise", 1, ["cidec"], [0.1, 0.2], 1.0, [0.01])
 
 
+@pytest.mark.slow
 def test_embedding_and_sample_figures_with_vgg_networks(tiny):
     config, runtime = settings(tiny, "embeddings", architecture="vgg", vgg_filters=(4, 8), num_pairs=40)
     fig_embeddings.embeddings_figure(config, runtime, tiny / "embeddings", 1, ["vade", "dcgmm"])
@@ -92,6 +94,7 @@ def test_embedding_and_sample_figures_with_vgg_networks(tiny):
         assert image.size[0] > 100 and image.size[1] > 100
 
 
+@pytest.mark.slow
 def test_table1_runs_each_method_with_its_overrides_and_joins_the_paper(tiny):
     config, runtime = settings(tiny, "table1", num_pairs=20)
     runtime = dataclasses.replace(runtime, output_dir=str(tiny / "table1"))

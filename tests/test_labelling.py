@@ -73,6 +73,7 @@ def answer_from_labels(session, labels, count=None):
     return answered
 
 
+@pytest.mark.slow
 def test_session_answered_from_labels_is_the_simulated_loop_and_resumes(toy, tmp_path):
     config, runtime, data = toy
     # Answers spread to neighbours: the session and the loop both spread them, through the same code as without
@@ -204,6 +205,7 @@ def test_simulation_compares_each_retrain_with_the_curve_to_the_last_digit():
     assert compare(rounds.iloc[:1], curves, "random", 0)["same"].tolist() == [True]
 
 
+@pytest.mark.slow
 def test_a_person_labels_in_chromium_through_a_restart_and_a_retrain(tmp_path):
     from experiments.label_browser import LabellingPage, LabelServer, chromium
 

@@ -131,6 +131,7 @@ def _train(x, y, constraints, seed=0, epochs=25, start_from=None, cache=None):
     return model, acc, history
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_constraints_steer_clustering_on_synthetic_data(seed, tmp_path):
     """Both runs start from the same pretraining, with clusters that follow the nuisance factor A; only constraints

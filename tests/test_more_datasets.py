@@ -132,6 +132,7 @@ def test_stl10_binaries_are_validated(tmp_path):
         stl10.read_binaries(tmp_path, "train")
 
 
+@pytest.mark.slow
 def test_stl10_feature_script_and_loader(tmp_path):
     write_stl_binaries(tmp_path / "stl10_binary", n_train=3, n_test=2)
     output = tmp_path / "stl10" / "stl10_resnet50.npz"

@@ -60,6 +60,7 @@ def run_one_epoch(out: Path, tf_config: str | None = None) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 def test_two_workers_take_the_steps_of_one_device(tmp_path):
     procs = [run_one_epoch(tmp_path / f"worker{k}.npz", c) for k, c in enumerate(cluster_configs(2))]
     one_epoch(str(tmp_path / "single.npz"))  # one device: in this process, while the workers run
@@ -75,6 +76,7 @@ def test_two_workers_take_the_steps_of_one_device(tmp_path):
         assert gap < 1e-4  # ... as on the two workers, to the tolerance of tests/test_distribute.py
 
 
+@pytest.mark.slow
 def test_two_workers_of_the_runner_write_the_same_row(tmp_path):
     flags = [
         f"--dataset={toy_npz(tmp_path, 200)}",

@@ -36,6 +36,7 @@ def test_bf16_model_trains_and_predicts(bf16):
     np.testing.assert_allclose(p.sum(-1), 1.0, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_python_run_with_bf16_trains_in_bfloat16(tmp_path):
     """``train_and_evaluate`` applies the config's policy itself (no ``runtime.configure`` needed) and leaves the
     process's policy as it found it."""

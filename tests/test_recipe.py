@@ -81,6 +81,7 @@ def test_runner_main_builds_its_configs_from_the_flags(toy, tmp_path):
         assert run.configs(values) == (config, runtime)
 
 
+@pytest.mark.slow
 def test_default_start_uses_the_links_and_leaves_vade_as_the_paper(toy, caplog):
     config, runtime = toy
     data = load_dataset(config.dataset)
@@ -101,6 +102,7 @@ def test_default_start_uses_the_links_and_leaves_vade_as_the_paper(toy, caplog):
     )
 
 
+@pytest.mark.slow
 def test_pretrain_seed_shares_one_pretrained_model_across_runs(toy, tmp_path):
     config, runtime = toy
     flags = [
@@ -155,6 +157,7 @@ def test_finished_runs_are_skipped(toy, tmp_path, monkeypatch):
     assert len(pd.read_csv(tmp_path / "out" / "results.csv")) == 4
 
 
+@pytest.mark.slow
 def test_train_from_python_without_a_run_folder(toy, tmp_path):
     config, runtime = toy
     data = load_dataset(config.dataset)
@@ -242,6 +245,7 @@ def test_short_fits_run_one_step_per_call_unless_asked():
         assert model.steps_per_execution == expected
 
 
+@pytest.mark.slow
 def test_num_clusters_zero_chooses_k_from_the_pairs(toy, monkeypatch, caplog):
     from dcgmm_tf import cluster_count
 

@@ -235,6 +235,7 @@ def fixture_cli_runs(tmp_path_factory):
     return tmp_path, before_kill, backups
 
 
+@pytest.mark.slow
 @pytest.mark.xdist_group("cli_runs")  # one worker runs the fixture (scripts/test.sh: --dist loadgroup)
 def test_same_seed_gives_the_same_epochs_in_another_process(cli_runs):
     tmp_path, before_kill, _ = cli_runs
@@ -242,6 +243,7 @@ def test_same_seed_gives_the_same_epochs_in_another_process(cli_runs):
     pd.testing.assert_frame_equal(before_kill, history(tmp_path / "a").iloc[: len(before_kill)])
 
 
+@pytest.mark.slow
 @pytest.mark.xdist_group("cli_runs")
 def test_killed_run_resumes_where_it_stopped(cli_runs):
     tmp_path, before_kill, backups = cli_runs

@@ -187,9 +187,9 @@ def test_every_runner_reports_bad_input_in_one_line(runner, args, message, capfd
 
 
 def test_a_runner_reports_bad_input_in_one_line_from_the_command_line():
-    """The same through ``python -m`` in its own process (init_quality's flags clash with the other runners')."""
+    """The same through ``python -m`` in its own process."""
     proc = subprocess.run(
-        [sys.executable, "-m", "experiments.init_quality", "--strategies=bogus"],
+        [sys.executable, "-m", "experiments.run", "--constraints_file=pairs.csv", "--max_train_samples=5"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -197,7 +197,7 @@ def test_a_runner_reports_bad_input_in_one_line_from_the_command_line():
     )
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    assert proc.stderr.strip().splitlines()[-1].startswith("error: --strategies must be among")
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: constraints_file indexes the whole training split")
 
 
 @pytest.fixture(name="cli")

@@ -18,6 +18,7 @@ from experiments import your_data_parts
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_small_part_writes_a_row_per_fit(tmp_path):
     rows = your_data_parts.small([0], 40, {**your_data_parts.tiny_schedule(2, 0), "pretrain_epochs": 0})
     your_data_parts.write_rows(rows, tmp_path, "small")
@@ -35,6 +36,7 @@ def test_small_part_writes_a_row_per_fit(tmp_path):
     assert len(pd.read_csv(tmp_path / "small.csv")) == 5
 
 
+@pytest.mark.slow
 def test_num_clusters_part_chooses_and_trains_at_both_k(tmp_path):
     rows = your_data_parts.num_clusters(
         [0], ["blobs"], ["both", "must"], True, tmp_path, your_data_parts.tiny_schedule(2, 0), candidates=range(5, 8)

@@ -1,0 +1,28 @@
+"""experiments.your_data_bench in its tiny mode: one row per fit, a summary, and a second call that fits nothing.
+
+The runner's core (``run_bench``) runs in the test's process; importing the module defines no flags.
+"""
+
+import pandas as pd
+
+from experiments import your_data_bench as bench
+
+
+def test_tiny_bench_writes_a_row_per_fit_and_resumes(tmp_path):
+    summary = bench.run_bench(tmp_path, [0, 1], [30], tiny=True)
+    rows = pd.read_csv(tmp_path / "results.csv")
+    assert list(rows.columns) == list(bench.COLUMNS)
+    expected = {(name, count, method) for name in bench.TINY_SETS for count, method in bench._planned([30], False)}
+    assert set(zip(rows.dataset, rows.num_pairs, rows.method)) == expected
+    assert len(rows) == len(expected) == 4 * len(bench.TINY_SETS)  # kmeans, gmm (0 pairs), dcgmm, pckmeans (30)
+    assert (rows.seed == 0).all()  # the tiny mode runs the first seed only
+    assert rows.ari.between(-1, 1).all()  # no fit failed (a failed fit's ARI is NaN)
+    assert (rows.half == rows.dataset.map(bench.HALVES)).all()
+    dcgmm = rows[rows.method == "dcgmm"]
+    assert dcgmm.note.str.contains("epochs 2\\+2 pretraining").all()  # the tiny schedule, not the defaults
+    assert (dcgmm.clusters_used <= dcgmm.n_classes).all()
+    assert (tmp_path / "summary.csv").is_file() and len(summary) == len(expected)
+    assert "| iris | tuning | 30 |" in bench.markdown_table(summary)
+
+    bench.run_bench(tmp_path, [0], [30], tiny=True)  # every row is there: nothing is fitted again
+    assert len(pd.read_csv(tmp_path / "results.csv")) == len(rows)
