@@ -20,12 +20,6 @@ from dcgmm_tf.config import INPUT_FEATURES
 from dcgmm_tf.validation import exit_on_user_error
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("dataset", "fashion", "A data set name or file, as for experiments.run.")
-flags.DEFINE_enum("input_features", "hog_scaled", list(INPUT_FEATURES), "What the methods read of each image.")
-flags.DEFINE_integer("seed", 0, "Seed of k-means' and the GMM's starts.", lower_bound=0)
-flags.DEFINE_integer("n_init", 10, "Starts of k-means and of the GMM (the best is kept).", lower_bound=1)
-flags.DEFINE_string("output_dir", "results/input_baselines", "Where results.csv is written.")
-flags.DEFINE_string("data_dir", None, "Where the data files are searched first.")
 
 
 def input_baselines(x_train: np.ndarray, x_test: np.ndarray, num_clusters: int, seed: int, n_init: int) -> dict:
@@ -72,5 +66,16 @@ def main(argv):
     print(pd.DataFrame(rows).to_string(index=False), file=sys.stdout)
 
 
+def define_flags() -> None:
+    """The runner's flags; defined when it runs as a program only, so that tests import it beside other runners."""
+    flags.DEFINE_string("dataset", "fashion", "A data set name or file, as for experiments.run.")
+    flags.DEFINE_enum("input_features", "hog_scaled", list(INPUT_FEATURES), "What the methods read of each image.")
+    flags.DEFINE_integer("seed", 0, "Seed of k-means' and the GMM's starts.", lower_bound=0)
+    flags.DEFINE_integer("n_init", 10, "Starts of k-means and of the GMM (the best is kept).", lower_bound=1)
+    flags.DEFINE_string("output_dir", "results/input_baselines", "Where results.csv is written.")
+    flags.DEFINE_string("data_dir", None, "Where the data files are searched first.")
+
+
 if __name__ == "__main__":
+    define_flags()
     app.run(exit_on_user_error(main))
