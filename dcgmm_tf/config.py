@@ -122,19 +122,25 @@ class RunConfig:
     beyond it (see ``PROTOCOLS``).
     """
 
+    # Data: what is clustered.
     dataset: str = setting(
         "fashion",
         "fashion, mnist, reuters, stl10, utkface_gender, utkface_ethnicity, a path "
         "to an .npz file, or an image folder / file,label CSV (see data/README.md).",
     )
-    method: str = setting(
-        "dcgmm",
-        "dcgmm, vade (= dcgmm without constraints), or a Table 1 baseline: pckmeans, sdec, cidec.",
-        choices=METHODS,
+    max_train_samples: int = setting(0, "Use a random subset of the training split (0: all).", lower=0)
+    max_test_samples: int = setting(0, "Use a random subset of the test split (0: all).", lower=0)
+    image_size: int = setting(64, "Side of the square images of UTKFace and of image-folder data sets.", lower=1)
+    input_features: str = setting(
+        "pixels",
+        "What the networks read of each image: its pixels (the paper's); hog, the histograms of oriented gradients "
+        "of each grey image; or hog_scaled, each HOG feature divided by its maximum over the training split (neither "
+        "is the paper's: see dcgmm_tf.data.features; MLP only).",
+        choices=INPUT_FEATURES,
+        legacy="pixels",
     )
-    seed: int = setting(
-        0, "Seed of the data subsets, constraints, initialisation and batches (not part of key()).", lower=0
-    )
+
+    # Pairs: which answers the run trains with.
     num_pairs: int = setting(6000, "Number of random pairs drawn from the labels and answered.", lower=0)
     alpha: float | None = setting(
         None,
@@ -151,6 +157,7 @@ class RunConfig:
     )
     link_type: str = setting("both", "Which links to draw.", choices=LINK_TYPES)
     transitive_closure: bool = setting(False, "Close noise-free constraints transitively.")
+    constraints_file: str | None = setting(None, "CSV with columns i,j,weight indexing the training split.", kind=str)
     spread_neighbours: int = setting(
         1,
         "Spread each answer to the k nearest neighbours (Euclidean, in the input space) of either end of its pair, "
@@ -163,6 +170,70 @@ class RunConfig:
         "With spread_neighbours: a spread pair's share of the weight of the answer it comes from.",
         rule=(lambda v: 0 < v <= 1, "in (0, 1]"),
         legacy=0.5,
+    )
+
+    # Model: the networks, the mixture and the C-ELBO.
+    method: str = setting(
+        "dcgmm",
+        "dcgmm, vade (= dcgmm without constraints), or a Table 1 baseline: pckmeans, sdec, cidec.",
+        choices=METHODS,
+    )
+    num_clusters: int = setting(
+        -1,
+        "Number of clusters K (-1: the number of classes; 0: chosen from the pairs on the pretrained embedding, "
+        "dcgmm and vade only, see dcgmm_tf.cluster_count).",
+        rule=(lambda v: v in (-1, 0) or v >= 2, "-1 (the number of classes), 0 (chosen) or at least 2"),
+        key_values={-1: 0, 0: "choose"},  # 0 meant "the number of classes" in the rows written before 0 chose
+    )
+    latent_dim: int = setting(10, "Latent dimension D.", lower=1)
+    architecture: str = setting(
+        "mlp",
+        "Networks: the paper's MLP, or the appendix's VGG-like conv nets (image data sets only).",
+        choices=("mlp", "vgg"),
+    )
+    vgg_filters: tuple[int, ...] = setting(
+        (32, 64),
+        "Filters of the VGG blocks (paper: 32,64 for 64x64x1 frames, 64,128 for faces).",
+        rule=(lambda v: len(v) > 0 and min(v) >= 1, "one or more positive filter counts"),
+    )
+    kl_estimator: str = setting(
+        "sample",
+        "Cluster KL estimator: closed-form Gaussian expectations (VaDE) or single-sample SGVB.",
+        choices=KL_ESTIMATORS,
+    )
+    pair_loss: str = setting(
+        "paper",
+        "Pairwise term: paper (Eq. 10, -W_ij sum_k p(k|x_i) p(k|x_j)) or likelihood (not the paper's: the "
+        "log-likelihood of each link under the noise its |W_ij| implies, whose force does not vanish on confident "
+        "disagreements; see dcgmm_tf.losses.pair_log_likelihood_term).",
+        choices=PAIR_LOSSES,
+        legacy="paper",
+    )
+    embedding_pair_weight: float = setting(
+        0.0,
+        "Weight of the pair tuning's contrastive term on the embedding, kept in the C-ELBO training on every batch "
+        "of pairs (not the paper's: see dcgmm_tf.losses.batch_embedding_pair_term; 0: off, the paper's).",
+        lower=0,
+        legacy=0.0,
+    )
+    mixed_precision: str = setting(
+        "off",
+        "Mixed precision: bf16 (CPUs with AVX512-BF16/AMX, TPUs), fp16 (GPUs, "
+        "with loss scaling); variables and losses stay float32.",
+        choices=tuple(MIXED_PRECISION_POLICIES),
+    )
+
+    # Recipe: pretraining, tuning with the pairs, the start and the fit.
+    seed: int = setting(
+        0, "Seed of the data subsets, constraints, initialisation and batches (not part of key()).", lower=0
+    )
+    pretrain_epochs: int = setting(15, "Autoencoder pretraining epochs (the paper: 10).", lower=0)
+    pretrain_batch_size: int = setting(256, "Autoencoder pretraining batch size.", lower=1)
+    pretrain_seed: int = setting(
+        -1,
+        "Seed of the pretraining (initial weights, autoencoder, GMM); -1: the run's seed. Fixing it starts "
+        "every run from the same pretrained model, as the paper's code does.",
+        rule=(lambda v: v >= -1, "-1 (the run's seed) or a seed >= 0"),
     )
     pair_tuning_epochs: int = setting(
         5,
@@ -177,16 +248,6 @@ class RunConfig:
         rule=(lambda v: 0 < v < math.inf, "a finite number > 0"),
         legacy=100.0,
     )
-    constraints_file: str | None = setting(None, "CSV with columns i,j,weight indexing the training split.", kind=str)
-    epochs: int = setting(
-        10,
-        "Training epochs (the paper: 1000 for MNIST, 500 otherwise; 10 with the default recipe, see "
-        "docs/reproduction.md); for sdec/cidec the maximum clustering epochs, for pckmeans the "
-        "maximum iterations.",
-        lower=1,
-    )
-    pretrain_epochs: int = setting(15, "Autoencoder pretraining epochs (the paper: 10).", lower=0)
-    pretrain_batch_size: int = setting(256, "Autoencoder pretraining batch size.", lower=1)
     cluster_init: str = setting(
         "latent_class",
         "Initial mixture (dcgmm, vade): gmm (the paper's protocol: a diagonal GMM on the pretrained "
@@ -223,11 +284,12 @@ class RunConfig:
         "merge and latent_class only).",
         lower=0,
     )
-    pretrain_seed: int = setting(
-        -1,
-        "Seed of the pretraining (initial weights, autoencoder, GMM); -1: the run's seed. Fixing it starts "
-        "every run from the same pretrained model, as the paper's code does.",
-        rule=(lambda v: v >= -1, "-1 (the run's seed) or a seed >= 0"),
+    epochs: int = setting(
+        10,
+        "Training epochs (the paper: 1000 for MNIST, 500 otherwise; 10 with the default recipe, see "
+        "docs/reproduction.md); for sdec/cidec the maximum clustering epochs, for pckmeans the "
+        "maximum iterations.",
+        lower=1,
     )
     batch_size: int = setting(256, "Training batch size.", lower=2)
     learning_rate: float = setting(1e-3, "Initial Adam learning rate.", rule=(lambda v: v > 0, "> 0"))
@@ -240,21 +302,6 @@ class RunConfig:
         choices=LR_SCHEDULES,
         legacy="staircase",
     )
-    pair_loss: str = setting(
-        "paper",
-        "Pairwise term: paper (Eq. 10, -W_ij sum_k p(k|x_i) p(k|x_j)) or likelihood (not the paper's: the "
-        "log-likelihood of each link under the noise its |W_ij| implies, whose force does not vanish on confident "
-        "disagreements; see dcgmm_tf.losses.pair_log_likelihood_term).",
-        choices=PAIR_LOSSES,
-        legacy="paper",
-    )
-    embedding_pair_weight: float = setting(
-        0.0,
-        "Weight of the pair tuning's contrastive term on the embedding, kept in the C-ELBO training on every batch "
-        "of pairs (not the paper's: see dcgmm_tf.losses.batch_embedding_pair_term; 0: off, the paper's).",
-        lower=0,
-        legacy=0.0,
-    )
     layout: str = setting(
         "separate",
         "Where constraint pairs go: extra batches of B/2 pairs (paper) or spread over all batches.",
@@ -263,37 +310,8 @@ class RunConfig:
     clipnorm: float = setting(
         300.0, "Clip each step's gradient to this global norm (0: no clipping); see README.", lower=0
     )
-    kl_estimator: str = setting(
-        "sample",
-        "Cluster KL estimator: closed-form Gaussian expectations (VaDE) or single-sample SGVB.",
-        choices=KL_ESTIMATORS,
-    )
-    latent_dim: int = setting(10, "Latent dimension D.", lower=1)
-    architecture: str = setting(
-        "mlp",
-        "Networks: the paper's MLP, or the appendix's VGG-like conv nets (image data sets only).",
-        choices=("mlp", "vgg"),
-    )
-    input_features: str = setting(
-        "pixels",
-        "What the networks read of each image: its pixels (the paper's); hog, the histograms of oriented gradients "
-        "of each grey image; or hog_scaled, each HOG feature divided by its maximum over the training split (neither "
-        "is the paper's: see dcgmm_tf.data.features; MLP only).",
-        choices=INPUT_FEATURES,
-        legacy="pixels",
-    )
-    vgg_filters: tuple[int, ...] = setting(
-        (32, 64),
-        "Filters of the VGG blocks (paper: 32,64 for 64x64x1 frames, 64,128 for faces).",
-        rule=(lambda v: len(v) > 0 and min(v) >= 1, "one or more positive filter counts"),
-    )
-    num_clusters: int = setting(
-        -1,
-        "Number of clusters K (-1: the number of classes; 0: chosen from the pairs on the pretrained embedding, "
-        "dcgmm and vade only, see dcgmm_tf.cluster_count).",
-        rule=(lambda v: v in (-1, 0) or v >= 2, "-1 (the number of classes), 0 (chosen) or at least 2"),
-        key_values={-1: 0, 0: "choose"},  # 0 meant "the number of classes" in the rows written before 0 chose
-    )
+
+    # Choosing K from the pairs (num_clusters=0).
     choice_weights: str = setting(
         "equal",
         "With num_clusters=0: the weights of the GMMs the choice of K scores, 'equal' (1/K, the prior DC-GMM trains "
@@ -329,15 +347,8 @@ class RunConfig:
         lower=0,
         legacy=0,
     )
-    max_train_samples: int = setting(0, "Use a random subset of the training split (0: all).", lower=0)
-    max_test_samples: int = setting(0, "Use a random subset of the test split (0: all).", lower=0)
-    image_size: int = setting(64, "Side of the square images of UTKFace and of image-folder data sets.", lower=1)
-    mixed_precision: str = setting(
-        "off",
-        "Mixed precision: bf16 (CPUs with AVX512-BF16/AMX, TPUs), fp16 (GPUs, "
-        "with loss scaling); variables and losses stay float32.",
-        choices=tuple(MIXED_PRECISION_POLICIES),
-    )
+
+    # Baselines of Table 1.
     pckmeans_weight: float = setting(
         1.0, "pckmeans: penalty per violated constraint (squared-distance units).", lower=0
     )
