@@ -260,8 +260,10 @@ def fit_latent_classes(
         raise ValueError(f"smoothing must be > 0, got {smoothing}")
     num_components = len(component_sizes)
     rng = np.random.default_rng(seed)
-    log_same = np.where(must, np.log1p(-flip), np.log(flip))[:, None]  # log p(observation | same class)
-    log_diff = np.where(must, np.log(flip), np.log1p(-flip))[:, None]
+    with np.errstate(divide="ignore"):  # a flip probability of 0 (a certain answer) has the log -inf, as it should
+        log_flip = np.log(flip)
+    log_same = np.where(must, np.log1p(-flip), log_flip)[:, None]  # log p(observation | same class)
+    log_diff = np.where(must, log_flip, np.log1p(-flip))[:, None]
     pairs = np.arange(len(a))
     ends = sparse.csr_matrix(
         (np.ones(2 * len(a)), (np.concatenate([a, b]), np.concatenate([pairs, pairs + len(a)]))),

@@ -372,3 +372,17 @@ def test_random_state_fixes_the_fit_with_any_network():
     first = DCGMMClustering(2, **PRETRAINED).fit(x).predict_proba(x)
     np.random.seed(1), random.seed(1)
     np.testing.assert_array_equal(DCGMMClustering(2, **PRETRAINED).fit(x).predict_proba(x), first)
+
+
+def test_a_cluster_left_empty_is_named_in_a_warning(monkeypatch):
+    x, y = toy_data(60)
+
+    def two_of_three(self, x):  # the fitted model's posteriors, with cluster 2 never the most probable
+        p = np.full((len(x), 3), 0.1)
+        p[np.arange(len(x)), np.arange(len(x)) % 2] = 0.8
+        return p
+
+    monkeypatch.setattr(DCGMMClustering, "_probabilities", two_of_three)
+    with pytest.warns(UserWarning, match=r"clusters \[2\] of 3 hold no training sample"):
+        est = DCGMMClustering(3, **TINY).fit(x)
+    assert sorted(set(est.labels_)) == [0, 1]

@@ -1,5 +1,7 @@
 """Starts of the mixture (dcgmm_tf.starts) on hand-made embeddings and constraints."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -392,3 +394,16 @@ def test_the_start_embeds_the_data_once(strategy, monkeypatch):
     monkeypatch.setattr(model, "embed", lambda data, **kwargs: calls.append(len(data)) or embed(data, **kwargs))
     start_mixture(model, x, strategy, ConstraintSet.from_labels(y, 60, seed=0), seed=0)
     assert calls == [300]
+
+
+def test_certain_answers_have_a_zero_flip_probability_without_a_warning():
+    rng = np.random.default_rng(0)
+    truth = np.repeat(np.arange(4), 3)  # 12 components, 3 per class
+    a, b = rng.integers(0, 12, 600), rng.integers(0, 12, 600)
+    must = truth[a] == truth[b]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        log_p, log_lik = fit_latent_classes(a, b, must, np.zeros(600), np.full(12, 100.0), 4, seed=0)
+    assert np.isfinite(log_lik) and np.isfinite(log_p).all()
+    found = log_p.argmax(axis=1)
+    assert all(len(set(found[truth == c])) == 1 for c in range(4)) and len(set(found)) == 4
