@@ -29,7 +29,6 @@ from dcgmm_tf.fitting import FitSchedule
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.networks import PAPER_HIDDEN_UNITS, MLPDecoder, MLPEncoder
 from dcgmm_tf.pretraining import start_mixture
-from dcgmm_tf.recipe import spread_to_neighbours
 
 _RUNNER_DEFAULTS = RunConfig.__dataclass_fields__
 SCALINGS = ("auto", "none")
@@ -382,7 +381,9 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         for name in ("spread_neighbours", "spread_weight", "pair_tuning_weight"):
             check_field(name, getattr(self, name), _RUNNER_DEFAULTS[name].metadata)
         answers = constraints
-        spread = functools.partial(spread_to_neighbours, x=x, k=self.spread_neighbours, factor=self.spread_weight)
+        spread = functools.partial(
+            recipe.spread_to_neighbours, x=x, k=self.spread_neighbours, factor=self.spread_weight
+        )
         constraints = spread(answers)
         pretrained = None
         if auto:

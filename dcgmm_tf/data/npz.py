@@ -11,13 +11,13 @@ import numpy as np
 from dcgmm_tf.data.dataset import DataSplits, with_image_shape
 
 
-def read_arrays(path: Path, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """The arrays ``keys`` of an .npz file; ValueError naming the file when it is unreadable (truncated, corrupt)
-    or lacks one of them."""
+def read_arrays(path: Path, keys: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
+    """The arrays ``keys`` of an .npz file, and those of ``optional`` that it holds; ValueError naming the file when
+    it is unreadable (truncated, corrupt) or lacks one of ``keys``."""
     try:
         with np.load(path, allow_pickle=False) as f:
             found = list(f.files)
-            arrays = {k: f[k] for k in keys if k in found}
+            arrays = {k: f[k] for k in (*keys, *optional) if k in found}
     except (OSError, EOFError, ValueError, zipfile.BadZipFile) as e:
         raise ValueError(
             f"{path} is not a readable .npz file ({e}); it may be truncated or "
@@ -45,8 +45,8 @@ def load_npz(path: str | os.PathLike) -> DataSplits:
     if not path.is_file():
         raise FileNotFoundError(f"Dataset file not found: {path}")
     keys = ("x_train", "y_train", "x_test", "y_test")
-    arrays = read_arrays(path, keys)
-    image_shape = _image_shape(path, arrays["x_train"])
+    arrays = read_arrays(path, keys, optional=("image_shape",))
+    image_shape = _image_shape(path, arrays["x_train"], arrays.pop("image_shape", None))
     for split in ("train", "test"):
         x, y = arrays[f"x_{split}"], arrays[f"y_{split}"]
         if x.ndim < 1 or x.shape[0] == 0:
@@ -80,14 +80,12 @@ def load_npz(path: str | os.PathLike) -> DataSplits:
     return with_image_shape(data, image_shape)[0]
 
 
-def _image_shape(path: Path, x_train: np.ndarray) -> tuple[int, ...] | None:
+def _image_shape(path: Path, x_train: np.ndarray, stored: np.ndarray | None) -> tuple[int, ...] | None:
     """The image shape of the samples of an .npz file: that of image arrays, or the file's ``image_shape`` array."""
     if x_train.ndim in (3, 4):
         return x_train.shape[1:]
-    with np.load(path, allow_pickle=False) as f:
-        if "image_shape" not in f.files:
-            return None
-        shape = f["image_shape"]
-    if shape.dtype.kind not in "iu" or shape.ndim != 1:
-        raise ValueError(f"{path}: image_shape must be a 1-D integer array such as [28, 28], got {shape!r}.")
-    return tuple(int(v) for v in shape)
+    if stored is None:
+        return None
+    if stored.dtype.kind not in "iu" or stored.ndim != 1:
+        raise ValueError(f"{path}: image_shape must be a 1-D integer array such as [28, 28], got {stored!r}.")
+    return tuple(int(v) for v in stored)
