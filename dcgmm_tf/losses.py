@@ -26,13 +26,17 @@ import tensorflow_probability as tfp
 tfd = tfp.distributions
 
 LIKELIHOODS = ("bernoulli", "gaussian")
+# The Gaussian decoder's log-variance is clipped to [-bound, bound] (standard deviations of about 4.5e-5 to 2.2e4):
+# a batch whose embedding samples fall far out (heavy-tailed inputs, an encoder variance not yet trained) can
+# otherwise make the scale 0 or infinite and the loss NaN. Within the bound the loss and its gradient are unchanged.
+DECODER_LOG_VAR_BOUND = 20.0
 
 
 def reconstruction_nll(x: tf.Tensor, params: tf.Tensor, likelihood: str = "bernoulli") -> tf.Tensor:
     """-log p(x|z) per sample (Eq. 2), summed over all features.
 
     ``params`` are Bernoulli logits shaped like ``x``, or for ``"gaussian"`` the mean and log-variance
-    concatenated along the last axis.
+    concatenated along the last axis (the log-variance clipped to +-``DECODER_LOG_VAR_BOUND``).
     """
     x = tf.cast(x, tf.float32)
     params = tf.cast(params, tf.float32)
@@ -40,6 +44,7 @@ def reconstruction_nll(x: tf.Tensor, params: tf.Tensor, likelihood: str = "berno
         dist = tfd.Bernoulli(logits=params, dtype=tf.float32)
     elif likelihood == "gaussian":
         mean, log_var = tf.split(params, 2, axis=-1)
+        log_var = tf.clip_by_value(log_var, -DECODER_LOG_VAR_BOUND, DECODER_LOG_VAR_BOUND)
         dist = tfd.Normal(loc=mean, scale=tf.exp(0.5 * log_var))
     else:
         raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")

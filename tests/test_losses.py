@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from scipy.special import expit, logsumexp
 
 from dcgmm_tf import losses
@@ -53,6 +54,18 @@ def test_gaussian_reconstruction_matches_numpy():
     expected = -_normal_logpdf(x, mean, np.exp(log_var)).sum(1)
     params = np.concatenate([mean, log_var], axis=1)
     np.testing.assert_allclose(losses.reconstruction_nll(x, params, "gaussian"), expected, rtol=1e-5)
+
+
+def test_gaussian_reconstruction_clips_an_extreme_log_variance():
+    x = np.array([[0.5, -2.0]], np.float32)
+    mean = np.array([[300.0, -400.0]], np.float32)
+    bound = losses.DECODER_LOG_VAR_BOUND
+    params = tf.Variable(np.concatenate([mean, [[-1e4, 1e4]]], axis=1).astype(np.float32))
+    with tf.GradientTape() as tape:
+        value = losses.reconstruction_nll(x, params, "gaussian")
+    expected = -_normal_logpdf(x, mean, np.exp([[-bound, bound]])).sum(1)
+    np.testing.assert_allclose(value, expected, rtol=1e-5)
+    assert np.all(np.isfinite(tape.gradient(value, params)))
 
 
 def test_unknown_likelihood_rejected():
