@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import math
 import numbers
 import warnings
@@ -21,7 +22,7 @@ from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dcgmm_tf import recipe, validation
+from dcgmm_tf import recipe, starts, validation
 from dcgmm_tf.cluster_count import check_candidates, choose_num_clusters, probe_num_clusters
 from dcgmm_tf.config import START_STRATEGIES, RunConfig, check_field
 from dcgmm_tf.constraints import ConstraintSet, as_constraint_set, default_alpha
@@ -29,6 +30,7 @@ from dcgmm_tf.fitting import FitSchedule
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.networks import PAPER_HIDDEN_UNITS, MLPDecoder, MLPEncoder
 from dcgmm_tf.pretraining import start_mixture
+from dcgmm_tf.runtime import process_seeds
 
 _RUNNER_DEFAULTS = RunConfig.__dataclass_fields__
 SCALINGS = ("auto", "none")
@@ -230,6 +232,11 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
       cluster_init: Start of the mixture, "latent_class", "merge", "gmm" or "kmeans": GMM components grouped by the
         constraints (latent_class, merge; without pairs the GMM), the paper's GMM, or k-means clusters (not the
         paper's, :func:`dcgmm_tf.starts.kmeans_start`).
+      input_start: Also train a second copy of the pretrained model from the clusters of a GMM fitted in the
+        (scaled) input space (:func:`dcgmm_tf.starts.input_start`; restarts as ``cluster_init``) and keep the fit
+        of the two with the lower negative C-ELBO on the training data and pairs
+        (:func:`dcgmm_tf.recipe.fit_loss`); False: the one fit from ``cluster_init``, the paper's way. Not the
+        paper's; it doubles the training time (docs/your-data.md).
       likelihood: Decoder likelihood, "auto", "bernoulli" or "gaussian"; "auto": Bernoulli when all of X is in
         [0, 1], else Gaussian.
       scaling: How X is brought to the likelihood's scale before the network sees it: "auto" (for the Bernoulli
@@ -253,6 +260,8 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         (``cluster_count_.tied``: where several do, the pairs do not tell them apart, and fits at each are worth
         comparing).
       schedule_: The :class:`EstimatorSchedule` used (batch size, epochs, restarts).
+      start_: The start of the fit kept: "embedding" (``cluster_init``) or "input" (see ``input_start``).
+      fit_losses_: The negative C-ELBO per sample of each start's fit (:func:`dcgmm_tf.recipe.fit_loss`).
       likelihood_: The decoder likelihood used.
       hidden_units_: The widths of the encoder's hidden layers used.
       offset_, scale_: The scaling of the input, x -> (x - offset_) / scale_, shape (n_features,).
@@ -281,6 +290,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         batch_size: int | str = "auto",
         learning_rate: float = 1e-3,
         cluster_init: str = "latent_class",
+        input_start: bool = True,
         likelihood: str = "auto",
         scaling: str = "auto",
         keep_optimizer: bool = False,
@@ -306,6 +316,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.batch_size = batch_size
         self.learning_rate = learning_rate
         self.cluster_init = cluster_init
+        self.input_start = input_start
         self.likelihood = likelihood
         self.scaling = scaling
         self.keep_optimizer = keep_optimizer
@@ -483,17 +494,40 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             model = self._pretrained(x, num_clusters, seed)
         else:
             model = recipe.with_autoencoder(self._builder(x, num_clusters), seed, pretrained)
+        # The second start trains a copy of the pretrained model: its autoencoder is taken before the first fit.
+        second = self.input_start and num_clusters > 1
+        autoencoder = (model.encoder.get_weights(), model.decoder.get_weights()) if second else None
         self.history_ = self._fit(model, x, constraints, seed, self.schedule_)
+        self.start_ = "embedding"
+        self.fit_losses_ = {}
+        if second:
+            self.fit_losses_["embedding"] = recipe.fit_loss(model, x, constraints)
+            with process_seeds(seed):
+                other = self._builder(x, num_clusters)(seed)
+            other.encoder.set_weights(autoencoder[0])
+            other.decoder.set_weights(autoencoder[1])
+            history = self._fit(other, x, constraints, seed, self.schedule_, start="input")
+            self.fit_losses_["input"] = recipe.fit_loss(other, x, constraints)
+            if self.fit_losses_["input"] < self.fit_losses_["embedding"]:
+                model, self.history_, self.start_ = other, history, "input"
+            logging.info("kept the fit from the %s start (negative C-ELBO %s)", self.start_, self.fit_losses_)
         if not self.keep_optimizer:
             # Its moments are twice the weights' size; the model predicts without them (and unpickles uncompiled).
             model.optimizer, model.compiled = None, False
         return model
 
     def _fit(
-        self, model: DCGMM, x: np.ndarray, constraints: ConstraintSet, seed: int, schedule: EstimatorSchedule
+        self,
+        model: DCGMM,
+        x: np.ndarray,
+        constraints: ConstraintSet,
+        seed: int,
+        schedule: EstimatorSchedule,
+        start: str = "embedding",
     ) -> dict[str, list]:
         """The recipe's steps on the pretrained ``model``: tuning with the pairs (``pair_tuning_epochs``), the start
-        of its mixture and the fit on ``schedule``; returns the history."""
+        of its mixture (``start``: "embedding", ``cluster_init``'s on the embedding, or "input", a GMM's clusters
+        in the input space) and the fit on ``schedule``; returns the history."""
         recipe.tune(
             model,
             x,
@@ -504,8 +538,12 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             batch_size=schedule.batch_size,
         )
         # One cluster is the trivial clustering: the paper's start, no restarts.
-        start = self.cluster_init if model.num_clusters > 1 else "gmm"
-        start_mixture(model, x, start, constraints, seed=seed)
+        strategy = self.cluster_init if model.num_clusters > 1 else "gmm"
+        if start == "input":
+            begin = starts.input_start(x, model.embed(x), model.num_clusters, seed, 2 * model.min_variance)
+            model.set_cluster_parameters(begin.means, begin.variances)
+        else:
+            start_mixture(model, x, strategy, constraints, seed=seed)
         fit = FitSchedule(
             schedule.epochs,
             batch_size=schedule.batch_size,
@@ -519,7 +557,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             x,
             constraints,
             fit,
-            start=start,
+            start=strategy,
             restart_every=schedule.restart_every,
             seed=seed,
             verbose=self.verbose,

@@ -445,6 +445,25 @@ def fit(
     return fit_mixture(model, x, pairs, schedule, [*restarts, *callbacks], run_dir, **options)
 
 
+def fit_loss(model: DCGMM, x: np.ndarray, pairs: ConstraintSet, *, draws: int = 4, batch_size: int = 1024) -> float:
+    """The negative C-ELBO per sample of the trained ``model`` on all of ``x``: the reconstruction and cluster terms
+    averaged over ``draws`` Monte Carlo draws of the embedding, plus the pairs' term -(2/N) sum W_ij p(c|x_i).p(c|x_j)
+    over all ``pairs`` (a batch's term of Eq. 10 in expectation, up to the batch's (B-1)/B), at the embedding means.
+    Fits of the same model to the same data and pairs compare by it: lower is better."""
+    x = np.asarray(x, np.float32)
+    total = 0.0
+    for rows in range(0, len(x), batch_size):
+        batch = x[rows : rows + batch_size]
+        for _ in range(draws):
+            terms = model.compute_loss_terms(batch)
+            total += float(terms["reconstruction"] + terms["cluster_kl"]) * len(batch) / draws
+    if len(pairs):
+        p = model.cluster_probabilities(x)
+        same = np.einsum("pk,pk->p", p[pairs.i], p[pairs.j])
+        total -= 2.0 * float(np.dot(pairs.weight.astype(np.float64), same))
+    return total / len(x)
+
+
 def fit_config(
     model: DCGMM,
     config: RunConfig,

@@ -122,6 +122,36 @@ def gmm_start(z: np.ndarray, num_clusters: int, seed: int = 0) -> ClusterStart:
     return ClusterStart(gmm.means_, gmm.covariances_, gmm.predict(z))
 
 
+INPUT_GMM_INITS = 5  # the input-space start keeps the best of this many EM runs per covariance type
+FULL_COVARIANCE_FEATURES = 50  # ... and tries full covariances only for data of at most this many features
+
+
+def input_mixture(x: np.ndarray, num_clusters: int, seed: int = 0) -> np.ndarray:
+    """The clusters of a GMM fitted in the input space: of a diagonal and (for at most
+    ``FULL_COVARIANCE_FEATURES`` features) a full-covariance GMM, each the best of ``INPUT_GMM_INITS`` EM runs, the
+    one of lower BIC; fitted to at most ``FIT_SAMPLES`` rows of ``x`` [N, F]. Returns the cluster of every row."""
+    x = _check_embeddings(np.asarray(x, np.float64), num_clusters)
+    subset = _fit_subset(x, seed)
+    kinds = ("diag", "full") if x.shape[1] <= FULL_COVARIANCE_FEATURES else ("diag",)
+    fits = [
+        GaussianMixture(num_clusters, covariance_type=kind, n_init=INPUT_GMM_INITS, random_state=seed).fit(subset)
+        for kind in kinds
+    ]
+    best = min(fits, key=lambda gmm: gmm.bic(subset))
+    return np.concatenate([best.predict(x[rows]) for rows in _chunks(len(x))])
+
+
+def input_start(
+    x: np.ndarray, z: np.ndarray, num_clusters: int, seed: int = 0, min_variance: float = 1e-3
+) -> ClusterStart:
+    """Not the paper's start: the clusters of :func:`input_mixture` on the input ``x``, each given the mean and
+    variance of its members' embeddings ``z`` (:func:`moment_match`). Where the autoencoder's embedding mixes
+    clusters that are apart in the input space, training starts from the input's."""
+    assignments = input_mixture(x, num_clusters, seed)
+    means, variances = moment_match(_check_embeddings(z, num_clusters), assignments, num_clusters, min_variance)
+    return ClusterStart(means, variances, assignments)
+
+
 KMEANS_INITS = 10  # k-means runs from this many k-means++ seedings and keeps the one of least inertia
 
 
