@@ -386,3 +386,41 @@ def test_a_cluster_left_empty_is_named_in_a_warning(monkeypatch):
     with pytest.warns(UserWarning, match=r"clusters \[2\] of 3 hold no training sample"):
         est = DCGMMClustering(3, **TINY).fit(x)
     assert sorted(set(est.labels_)) == [0, 1]
+
+
+def test_the_kept_fit_is_the_start_of_lower_negative_elbo():
+    x, y = toy_data(120)
+    ml = [(i, j) for i, j in zip(np.flatnonzero(y == 0)[:5], np.flatnonzero(y == 0)[5:10])]
+    both = DCGMMClustering(2, **TINY).fit(x, ml=ml)
+    assert set(both.fit_losses_) == {"embedding", "input"}
+    assert np.isfinite(list(both.fit_losses_.values())).all()
+    assert both.fit_losses_[both.start_] == min(both.fit_losses_.values())
+    one = DCGMMClustering(2, **TINY, input_start=False).fit(x, ml=ml)
+    assert one.start_ == "embedding" and one.fit_losses_ == {}
+    # The first fit is the one of input_start=False: same seed, same autoencoder, same start.
+    if both.start_ == "embedding":
+        np.testing.assert_array_equal(both.labels_, one.labels_)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["iris", "wine"])
+def test_an_affine_map_of_a_benchmark_set_gives_the_same_clustering(name):
+    from sklearn.metrics import adjusted_rand_score
+
+    from experiments.your_data_bench import load_set
+
+    x, y = load_set(name)
+    params = {**TINY, "epochs": 5, "pretrain_epochs": 3, "latent_dim": 5}
+    reference = DCGMMClustering(len(np.unique(y)), **params).fit(x)
+    # float32 keeps about 7 digits: with a = 1e-3 and |b| = 1e3 the rounding of a * X + b itself would blur the
+    # data (steps of 6e-5 against a spread of 1e-3), so that map is checked in float64 only.
+    maps = [
+        (1e-3, 0.0, np.float64),
+        (1e-3, -1e3, np.float64),
+        (1e3, 1e3, np.float64),
+        (1e-3, 0.0, np.float32),
+        (1e3, 1e3, np.float32),
+    ]
+    for a, b, dtype in maps:
+        est = DCGMMClustering(len(np.unique(y)), **params).fit((a * x + b).astype(dtype))
+        assert adjusted_rand_score(reference.labels_, est.labels_) >= 0.98, (a, b, dtype)

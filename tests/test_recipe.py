@@ -315,3 +315,27 @@ def test_pair_tuning_runs_before_the_start_and_not_for_vade(toy, caplog):
         assert ("pair tuning epoch 1/1" in log) == expected
         assert not expected or log.index("pair tuning epoch") < log.index("mixture initialised")
     assert tuned.key() != dataclasses.replace(tuned, pair_tuning_epochs=0).key()
+
+
+def test_fit_loss_adds_the_pairs_term_over_all_pairs():
+    from dcgmm_tf import DCGMM, MLPDecoder, MLPEncoder
+
+    x, y = toy_data(50)
+    model = DCGMM(
+        (20,),
+        num_clusters=2,
+        latent_dim=2,
+        encoder=MLPEncoder(2, (8,)),
+        decoder=MLPDecoder(20, (8,), "bernoulli"),
+        seed=0,
+    )
+    model(x[:2])
+    pairs = ConstraintSet([0, 1, 2], [3, 4, 5], [1e4, -1e4, 5e3], 50)
+    model.reseed(3)
+    without = recipe.fit_loss(model, x, ConstraintSet.empty(50))
+    model.reseed(3)
+    with_pairs = recipe.fit_loss(model, x, pairs)
+    p = model.cluster_probabilities(x)
+    expected = -2.0 / 50 * sum(w * p[i] @ p[j] for i, j, w in zip(pairs.i, pairs.j, pairs.weight))
+    assert np.isfinite(without)
+    assert with_pairs - without == pytest.approx(expected, rel=1e-4)

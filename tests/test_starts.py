@@ -407,3 +407,16 @@ def test_certain_answers_have_a_zero_flip_probability_without_a_warning():
     assert np.isfinite(log_lik) and np.isfinite(log_p).all()
     found = log_p.argmax(axis=1)
     assert all(len(set(found[truth == c])) == 1 for c in range(4)) and len(set(found)) == 4
+
+
+def test_input_start_takes_the_input_mixtures_clusters_onto_the_embedding():
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1, 2], 40)
+    x = rng.normal(size=(120, 3)) * 0.3 + 5.0 * np.eye(3)[y]
+    labels = start_module.input_mixture(x, 3, seed=0)
+    assert metrics.ari(y, labels) == pytest.approx(1.0)
+    z = rng.normal(size=(120, 2))  # an embedding that does not show the clusters
+    start = start_module.input_start(x, z, 3, seed=0)
+    np.testing.assert_array_equal(start.assignments, labels)
+    for k in range(3):
+        np.testing.assert_allclose(start.means[k], z[labels == k].mean(0))

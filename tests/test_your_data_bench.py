@@ -12,9 +12,10 @@ def test_tiny_bench_writes_a_row_per_fit_and_resumes(tmp_path):
     summary = bench.run_bench(tmp_path, [0, 1], [30], tiny=True)
     rows = pd.read_csv(tmp_path / "results.csv")
     assert list(rows.columns) == list(bench.COLUMNS)
-    expected = {(name, count, method) for name in bench.TINY_SETS for count, method in bench._planned([30], False)}
+    planned = {(name, count, method) for name in bench.TINY_SETS for count, method in bench._planned([30], False)}
+    expected = planned | {(name, 30, bench.ONE_START) for name in bench.TINY_SETS}  # recorded from dcgmm's fit
     assert set(zip(rows.dataset, rows.num_pairs, rows.method)) == expected
-    assert len(rows) == len(expected) == 4 * len(bench.TINY_SETS)  # kmeans, gmm (0 pairs), dcgmm, pckmeans (30)
+    assert len(rows) == len(expected) == 5 * len(bench.TINY_SETS)  # kmeans, gmm (0 pairs); 3 with 30 pairs
     assert (rows.seed == 0).all()  # the tiny mode runs the first seed only
     assert rows.ari.between(-1, 1).all()  # no fit failed (a failed fit's ARI is NaN)
     assert (rows.half == rows.dataset.map(bench.HALVES)).all()
@@ -23,6 +24,11 @@ def test_tiny_bench_writes_a_row_per_fit_and_resumes(tmp_path):
     assert (dcgmm.clusters_used <= dcgmm.n_classes).all()
     assert (tmp_path / "summary.csv").is_file() and len(summary) == len(expected)
     assert "| iris | tuning | 30 |" in bench.markdown_table(summary)
+    one = rows[rows.method == bench.ONE_START].set_index("dataset").ari
+    kept = dcgmm.set_index("dataset")
+    # The kept fit is the first start's where that start was kept.
+    first = kept.note.str.contains("kept the embedding start")
+    assert (one[first.index[first]] == kept.ari[first]).all()
 
     bench.run_bench(tmp_path, [0], [30], tiny=True)  # every row is there: nothing is fitted again
     assert len(pd.read_csv(tmp_path / "results.csv")) == len(rows)
