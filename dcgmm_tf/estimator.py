@@ -37,7 +37,6 @@ SCALINGS = ("auto", "none")
 MIN_TRAIN_STEPS = 3000  # the "auto" schedule trains for at least this many steps ...
 MIN_PRETRAIN_STEPS = 600  # ... and pretrains for at least this many
 PAIR_TUNING_STEPS = 1200  # "auto" tuning with the pairs: about the runner's 5 epochs of Fashion-MNIST (1,175 steps)
-LINKED_START_ANSWERS = 20  # cluster_init="auto": the latent class start from this many answers per component
 TABLE_FEATURES = 50  # hidden_units="auto": data of at most this many features get the small network ...
 TABLE_HIDDEN_UNITS = (64, 64)  # ... and the rest the paper's, made for 784 pixels
 # The estimator's learning rate decays by the paper's staircase (x0.9 every fifth of the run), where the runner's
@@ -137,18 +136,6 @@ def tuning_for(tuning_epochs: int | str, answers: ConstraintSet) -> int | str:
     return tuning_epochs
 
 
-def auto_start(num_answers: int, num_clusters: int, num_samples: int) -> str:
-    """The start of ``cluster_init="auto"``: ``"latent_class"`` (a fine GMM's components grouped by the answers)
-    from ``LINKED_START_ANSWERS`` answers per component of that GMM (:func:`dcgmm_tf.starts.default_components`),
-    else the paper's ``"gmm"``, which leaves the answers to the C-ELBO's pair term. With fewer answers most
-    components carry none, the grouping of those is a guess, and the restarts of the latent class start regroup a
-    good mixture: with 100 random answers the GMM start ended at least as high on each of the benchmark's tuning sets
-    (docs/your-data.md)."""
-    if num_answers >= LINKED_START_ANSWERS * starts.default_components(num_clusters, num_samples):
-        return "latent_class"
-    return "gmm"
-
-
 def auto_hidden_units(num_features: int) -> tuple[int, ...]:
     """The encoder's hidden widths of ``hidden_units="auto"``: (64, 64) for at most ``TABLE_FEATURES`` features,
     else the paper's 500-500-2000."""
@@ -242,10 +229,11 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         loss.
       batch_size: Training and pretraining batch size; "auto": 256, smaller for small data.
       learning_rate: Initial Adam learning rate (decayed x0.9 every fifth of the epochs).
-      cluster_init: Start of the mixture, "auto", "latent_class", "merge", "gmm" or "kmeans": GMM components
-        grouped by the constraints (latent_class, merge; without pairs the GMM), the paper's GMM, or k-means clusters
-        (not the paper's, :func:`dcgmm_tf.starts.kmeans_start`); "auto" (the default): latent_class with at least
-        ``LINKED_START_ANSWERS`` (20) answers per component of its fine GMM, else gmm (:func:`auto_start`).
+      cluster_init: Start of the mixture, "gmm" (the default, the paper's: a GMM on the embedding, the pairs left to
+        the C-ELBO's pair term), "latent_class", "merge" (GMM components grouped by the constraints, and regrouped
+        at each restart; without pairs the GMM) or "kmeans" (not the paper's, :func:`dcgmm_tf.starts.kmeans_start`).
+        With 100 and 500 random answers the GMM start ended at least as high as latent_class on every set of the
+        benchmark's tuning half (docs/your-data.md).
       input_start: Also train a second copy of the pretrained model from the clusters of a GMM fitted in the
         (scaled) input space (:func:`dcgmm_tf.starts.input_start`; restarts as ``cluster_init``) and keep the fit
         of the two with the lower negative C-ELBO on the training data and pairs
@@ -274,7 +262,6 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         (``cluster_count_.tied``: where several do, the pairs do not tell them apart, and fits at each are worth
         comparing).
       schedule_: The :class:`EstimatorSchedule` used (batch size, epochs, restarts).
-      cluster_init_: The start of the mixture used (``cluster_init`` with "auto" resolved).
       start_: The start of the fit kept: "embedding" (``cluster_init``) or "input" (see ``input_start``).
       fit_losses_: The negative C-ELBO per sample of each start's fit (:func:`dcgmm_tf.recipe.fit_loss`).
       start_labels_: Each start's clusters of the training samples, by start (both starts with ``input_start``).
@@ -305,7 +292,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         pair_tuning_weight: float = 100.0,
         batch_size: int | str = "auto",
         learning_rate: float = 1e-3,
-        cluster_init: str = "auto",
+        cluster_init: str = "gmm",
         input_start: bool = True,
         likelihood: str = "auto",
         scaling: str = "auto",
@@ -370,10 +357,8 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                 raise ValueError(f"choice_splits must be an integer >= 1, got {self.choice_splits!r}")
             for name in ("choice_weights", "choice_splits", "choice_rule"):
                 check_field(name, getattr(self, name), _RUNNER_DEFAULTS[name].metadata)
-        if self.cluster_init not in ("auto", *START_STRATEGIES):
-            raise ValueError(
-                f"cluster_init must be 'auto' or one of {list(START_STRATEGIES)}, got {self.cluster_init!r}."
-            )
+        if self.cluster_init not in START_STRATEGIES:
+            raise ValueError(f"cluster_init must be one of {list(START_STRATEGIES)}, got {self.cluster_init!r}.")
         seed = self.random_state
         if not isinstance(seed, numbers.Integral):
             seed = int(check_random_state(seed).randint(np.iinfo(np.int32).max))
@@ -455,9 +440,6 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             self.n_clusters_ = self.cluster_count_.num_clusters
         else:
             self.n_clusters_ = int(self.n_clusters)
-        self.cluster_init_ = self.cluster_init
-        if self.cluster_init == "auto":
-            self.cluster_init_ = auto_start(len(answers), self.n_clusters_, len(x))
         self.model_ = self._train(x, constraints, self.n_clusters_, seed, pretrained)
         self.constraints_ = constraints
         self.labels_ = self._probabilities(x).argmax(-1)
@@ -501,10 +483,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
 
         def train_probe(num_clusters: int, pairs: ConstraintSet) -> DCGMM:
             model = recipe.with_autoencoder(self._builder(x, num_clusters), seed, pretrained)
-            strategy = self.cluster_init
-            if strategy == "auto":
-                strategy = auto_start(len(pairs), num_clusters, len(x))
-            self._fit(model, x, pairs, seed, schedule, strategy=strategy)
+            self._fit(model, x, pairs, seed, schedule)
             return model
 
         return train_probe
@@ -550,12 +529,10 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         seed: int,
         schedule: EstimatorSchedule,
         start: str = "embedding",
-        strategy: str | None = None,
     ) -> dict[str, list]:
         """The recipe's steps on the pretrained ``model``: tuning with the pairs (``pair_tuning_epochs``), the start
-        of its mixture (``start``: "embedding", ``strategy``'s on the embedding, or "input", a GMM's clusters
-        in the input space; ``strategy``, default ``cluster_init_``, also restarts it) and the fit on ``schedule``;
-        returns the history."""
+        of its mixture (``start``: "embedding", ``cluster_init``'s on the embedding, or "input", a GMM's clusters
+        in the input space) and the fit on ``schedule``; returns the history."""
         recipe.tune(
             model,
             x,
@@ -566,9 +543,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             batch_size=schedule.batch_size,
         )
         # One cluster is the trivial clustering: the paper's start, no restarts.
-        if strategy is None:
-            strategy = self.cluster_init_
-        strategy = strategy if model.num_clusters > 1 else "gmm"
+        strategy = self.cluster_init if model.num_clusters > 1 else "gmm"
         if start == "input":
             begin = starts.input_start(x, model.embed(x), model.num_clusters, seed, 2 * model.min_variance)
             model.set_cluster_parameters(begin.means, begin.variances)
