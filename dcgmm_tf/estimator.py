@@ -357,6 +357,8 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                 raise ValueError(f"choice_splits must be an integer >= 1, got {self.choice_splits!r}")
             for name in ("choice_weights", "choice_splits", "choice_rule"):
                 check_field(name, getattr(self, name), _RUNNER_DEFAULTS[name].metadata)
+        if not isinstance(self.input_start, (bool, np.bool_)):
+            raise ValueError(f"input_start must be True or False, got {self.input_start!r}")
         if self.cluster_init not in START_STRATEGIES:
             raise ValueError(f"cluster_init must be one of {list(START_STRATEGIES)}, got {self.cluster_init!r}.")
         seed = self.random_state

@@ -397,6 +397,8 @@ def test_the_kept_fit_is_the_start_of_lower_negative_elbo():
     assert set(both.fit_losses_) == {"embedding", "input"}
     assert np.isfinite(list(both.fit_losses_.values())).all()
     assert both.fit_losses_[both.start_] == min(both.fit_losses_.values())
+    with pytest.raises(ValueError, match="input_start must be True or False"):
+        DCGMMClustering(2, **TINY, input_start="yes").fit(x, ml=ml)
     one = DCGMMClustering(2, **TINY, input_start=False).fit(x, ml=ml)
     assert one.start_ == "embedding" and one.fit_losses_ == {}
     # The first fit is the one of input_start=False: same seed, same autoencoder, same start.
