@@ -30,7 +30,6 @@ from dcgmm_tf.fitting import FitSchedule
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.networks import PAPER_HIDDEN_UNITS, MLPDecoder, MLPEncoder
 from dcgmm_tf.pretraining import start_mixture
-from dcgmm_tf.runtime import process_seeds
 
 _RUNNER_DEFAULTS = RunConfig.__dataclass_fields__
 SCALINGS = ("auto", "none")
@@ -499,19 +498,15 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             model = self._pretrained(x, num_clusters, seed)
         else:
             model = recipe.with_autoencoder(self._builder(x, num_clusters), seed, pretrained)
-        # The second start trains a copy of the pretrained model: its autoencoder is taken before the first fit.
+        # The second start trains a copy of the pretrained model, made before the first fit changes its weights.
         second = self.input_start and num_clusters > 1
-        autoencoder = (model.encoder.get_weights(), model.decoder.get_weights()) if second else None
+        other = recipe.with_autoencoder(self._builder(x, num_clusters), seed, model) if second else None
         self.history_ = self._fit(model, x, constraints, seed, self.schedule_)
         self.start_ = "embedding"
         self.fit_losses_ = {}
         self.start_labels_ = {"embedding": model.cluster_probabilities(x).argmax(-1)}
         if second:
             self.fit_losses_["embedding"] = recipe.fit_loss(model, x, constraints)
-            with process_seeds(seed):
-                other = self._builder(x, num_clusters)(seed)
-            other.encoder.set_weights(autoencoder[0])
-            other.decoder.set_weights(autoencoder[1])
             history = self._fit(other, x, constraints, seed, self.schedule_, start="input")
             self.fit_losses_["input"] = recipe.fit_loss(other, x, constraints)
             self.start_labels_["input"] = other.cluster_probabilities(x).argmax(-1)
