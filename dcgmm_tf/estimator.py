@@ -22,7 +22,7 @@ from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dcgmm_tf import recipe, starts, validation
+from dcgmm_tf import paired_mixture, recipe, starts, validation
 from dcgmm_tf.cluster_count import check_candidates, choose_num_clusters, probe_num_clusters
 from dcgmm_tf.config import START_STRATEGIES, RunConfig, check_field
 from dcgmm_tf.constraints import ConstraintSet, as_constraint_set, default_alpha
@@ -234,10 +234,16 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         On the benchmark's tuning half with one start, the GMM start ended at least as high as latent_class on 20 of
         23 fits with 100 or 500 random answers, mean ARI .789 against .718 with 100 (docs/your-data.md).
       input_start: Also train a second copy of the pretrained model from the clusters of a GMM fitted in the
-        (scaled) input space (:func:`dcgmm_tf.starts.input_start`; restarts as ``cluster_init``) and keep the fit
+        (scaled) input space (:func:`dcgmm_tf.starts.input_gmm`; restarts as ``cluster_init``) and keep the fit
         of the two with the lower negative C-ELBO on the training data and pairs
         (:func:`dcgmm_tf.recipe.fit_loss`); False: the one fit from ``cluster_init``, the paper's way. Not the
         paper's; it doubles the training time (docs/your-data.md).
+      input_fallback: Also score the clustering of that input-space GMM (with the pairs) against the deep model's,
+        each by the Gaussian mixture of the scaled input it implies (:mod:`dcgmm_tf.paired_mixture`: one M-step,
+        one E-step with the pairs, the C-ELBO's cluster and pair terms with the identity for encoder); when the
+        input's scores higher, ``labels_``, ``predict`` and ``predict_proba`` come from that mixture and the fit
+        warns (``chosen_`` is "input"; ``transform`` is still the deep embedding). False: always the deep model,
+        the paper's way. Not the paper's (docs/your-data.md).
       likelihood: Decoder likelihood, "auto", "bernoulli" or "gaussian"; "auto": Bernoulli when all of X is in
         [0, 1], else Gaussian.
       scaling: How X is brought to the likelihood's scale before the network sees it: "auto" (for the Bernoulli
@@ -264,6 +270,11 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
       start_: The start of the fit kept: "embedding" (``cluster_init``) or "input" (see ``input_start``).
       fit_losses_: The negative C-ELBO per sample of each start's fit (:func:`dcgmm_tf.recipe.fit_loss`).
       start_labels_: Each start's clusters of the training samples, by start (both starts with ``input_start``).
+      chosen_: Where ``labels_`` and ``predict`` come from: "deep" (``model_``) or "input" (``input_mixture_``).
+      mixture_scores_: With ``input_fallback``: the score of each clustering, "deep" and "input" (F per sample of
+        :mod:`dcgmm_tf.paired_mixture`; higher is better).
+      input_mixture_: With ``input_fallback``: the input-space mixture (a
+        :class:`dcgmm_tf.paired_mixture.PairedMixture` on the scaled input), else None.
       likelihood_: The decoder likelihood used.
       hidden_units_: The widths of the encoder's hidden layers used.
       offset_, scale_: The scaling of the input, x -> (x - offset_) / scale_, shape (n_features,).
@@ -293,6 +304,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         learning_rate: float = 1e-3,
         cluster_init: str = "gmm",
         input_start: bool = True,
+        input_fallback: bool = True,
         likelihood: str = "auto",
         scaling: str = "auto",
         keep_optimizer: bool = False,
@@ -319,6 +331,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.learning_rate = learning_rate
         self.cluster_init = cluster_init
         self.input_start = input_start
+        self.input_fallback = input_fallback
         self.likelihood = likelihood
         self.scaling = scaling
         self.keep_optimizer = keep_optimizer
@@ -356,8 +369,9 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                 raise ValueError(f"choice_splits must be an integer >= 1, got {self.choice_splits!r}")
             for name in ("choice_weights", "choice_splits", "choice_rule"):
                 check_field(name, getattr(self, name), _RUNNER_DEFAULTS[name].metadata)
-        if not isinstance(self.input_start, (bool, np.bool_)):
-            raise ValueError(f"input_start must be True or False, got {self.input_start!r}")
+        for name in ("input_start", "input_fallback"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.cluster_init not in START_STRATEGIES:
             raise ValueError(f"cluster_init must be one of {list(START_STRATEGIES)}, got {self.cluster_init!r}.")
         seed = self.random_state
@@ -441,9 +455,16 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             self.n_clusters_ = self.cluster_count_.num_clusters
         else:
             self.n_clusters_ = int(self.n_clusters)
-        self.model_ = self._train(x, constraints, self.n_clusters_, seed, pretrained)
+        input_gmm = None
+        if (self.input_start or self.input_fallback) and self.n_clusters_ > 1:
+            input_gmm = starts.input_gmm(x, self.n_clusters_, seed, spread=self.scale_)
+        self.model_ = self._train(x, constraints, self.n_clusters_, seed, pretrained, input_gmm)
         self.constraints_ = constraints
-        self.labels_ = self._probabilities(x).argmax(-1)
+        self._choose(x, constraints, input_gmm)
+        if self.chosen_ == "input":  # the training samples' posteriors with their pairs
+            self.labels_ = self.input_mixture_.probabilities.argmax(-1)
+        else:
+            self.labels_ = self._probabilities(x).argmax(-1)
         empty = np.flatnonzero(np.bincount(self.labels_, minlength=self.n_clusters_) == 0)
         if len(empty):
             warnings.warn(
@@ -490,10 +511,17 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         return train_probe
 
     def _train(
-        self, x: np.ndarray, constraints: ConstraintSet, num_clusters: int, seed: int, pretrained: DCGMM | None
+        self,
+        x: np.ndarray,
+        constraints: ConstraintSet,
+        num_clusters: int,
+        seed: int,
+        pretrained: DCGMM | None,
+        input_gmm: Any = None,
     ) -> DCGMM:
         """The library calls of the runner's recipe (:func:`dcgmm_tf.recipe.train_dcgmm`) on scaled ``x``, on the
-        autoencoder of ``pretrained`` (a model of any K pretrained on ``x``) or a new pretraining when None."""
+        autoencoder of ``pretrained`` (a model of any K pretrained on ``x``) or a new pretraining when None; with
+        ``input_start``, a second fit from the clusters of ``input_gmm`` (:func:`dcgmm_tf.starts.input_gmm`)."""
         if pretrained is None:
             model = self._pretrained(x, num_clusters, seed)
         else:
@@ -507,7 +535,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.start_labels_ = {"embedding": model.cluster_probabilities(x).argmax(-1)}
         if second:
             self.fit_losses_["embedding"] = recipe.fit_loss(model, x, constraints)
-            history = self._fit(other, x, constraints, seed, self.schedule_, start="input")
+            history = self._fit(other, x, constraints, seed, self.schedule_, input_gmm.predict(x))
             self.fit_losses_["input"] = recipe.fit_loss(other, x, constraints)
             self.start_labels_["input"] = other.cluster_probabilities(x).argmax(-1)
             if self.fit_losses_["input"] < self.fit_losses_["embedding"]:
@@ -525,11 +553,11 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         constraints: ConstraintSet,
         seed: int,
         schedule: EstimatorSchedule,
-        start: str = "embedding",
+        input_clusters: np.ndarray | None = None,
     ) -> dict[str, list]:
         """The recipe's steps on the pretrained ``model``: tuning with the pairs (``pair_tuning_epochs``), the start
-        of its mixture (``start``: "embedding", ``cluster_init``'s on the embedding, or "input", a GMM's clusters
-        in the input space) and the fit on ``schedule``; returns the history."""
+        of its mixture (``cluster_init``'s on the embedding, or, given ``input_clusters``, those clusters of the
+        samples moment-matched into the embedding) and the fit on ``schedule``; returns the history."""
         recipe.tune(
             model,
             x,
@@ -541,9 +569,11 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         )
         # One cluster is the trivial clustering: the paper's start, no restarts.
         strategy = self.cluster_init if model.num_clusters > 1 else "gmm"
-        if start == "input":
-            begin = starts.input_start(x, model.embed(x), model.num_clusters, seed, 2 * model.min_variance)
-            model.set_cluster_parameters(begin.means, begin.variances)
+        if input_clusters is not None:
+            z = model.embed(x)
+            model.set_cluster_parameters(
+                *starts.moment_match(z, input_clusters, model.num_clusters, 2 * model.min_variance)
+            )
         else:
             start_mixture(model, x, strategy, constraints, seed=seed)
         fit = FitSchedule(
@@ -566,7 +596,28 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             check_inputs=False,
         )
 
+    def _choose(self, x: np.ndarray, constraints: ConstraintSet, input_gmm: Any) -> None:
+        """Sets ``chosen_``, ``mixture_scores_`` and ``input_mixture_`` (see ``input_fallback``)."""
+        self.chosen_, self.mixture_scores_, self.input_mixture_ = "deep", {}, None
+        if not self.input_fallback or input_gmm is None:
+            return
+        kind = input_gmm.covariance_type
+        deep = paired_mixture.mixture_of_clusters(x, constraints, self.model_.cluster_probabilities(x), kind)
+        mixture = paired_mixture.mixture_of_clusters(x, constraints, input_gmm.predict_proba(x), kind)
+        self.mixture_scores_ = {"deep": deep.objective, "input": mixture.objective}
+        self.input_mixture_ = mixture
+        if mixture.objective > deep.objective:
+            self.chosen_ = "input"
+            warnings.warn(
+                "a Gaussian mixture of the input explains the data and pairs better than the deep model's clusters "
+                f"(score {mixture.objective:.4g} against {deep.objective:.4g}); labels_ and predict come from it "
+                "(input_fallback=False keeps the deep model)",
+                stacklevel=3,
+            )
+
     def _probabilities(self, x: np.ndarray) -> np.ndarray:
+        if self.chosen_ == "input":
+            return self.input_mixture_.predict_proba(x)
         return self.model_.cluster_probabilities(x)
 
     def _scaled(self, X: np.ndarray) -> np.ndarray:

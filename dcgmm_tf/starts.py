@@ -126,10 +126,15 @@ INPUT_GMM_INITS = 5  # the input-space start keeps the best of this many EM runs
 FULL_COVARIANCE_FEATURES = 50  # ... and tries full covariances only for data of at most this many features
 
 
-def input_mixture(x: np.ndarray, num_clusters: int, seed: int = 0) -> np.ndarray:
-    """The clusters of a GMM fitted in the input space: of a diagonal and (for at most
-    ``FULL_COVARIANCE_FEATURES`` features) a full-covariance GMM, each the best of ``INPUT_GMM_INITS`` EM runs, the
-    one of lower BIC; fitted to at most ``FIT_SAMPLES`` rows of ``x`` [N, F]. Returns the cluster of every row."""
+def input_gmm(x: np.ndarray, num_clusters: int, seed: int = 0, spread: np.ndarray | None = None) -> GaussianMixture:
+    """A GMM fitted in the input space: of a diagonal and (for at most ``FULL_COVARIANCE_FEATURES`` features) a
+    full-covariance GMM, each the best of ``INPUT_GMM_INITS`` EM runs, the one of lower BIC; fitted to at most
+    ``FIT_SAMPLES`` rows of ``x`` [N, F].
+
+    ``spread`` [F] (optional) is each feature's spread before ``x`` was scaled. When the features had unequal
+    spreads, EM also starts, per covariance type, from k-means on the features at their original relative spread
+    (k-means, unlike EM, depends on that scale: tf-idf components, say, carry their signal in the spread that
+    standardising removes); that run competes by BIC like the others."""
     x = _check_embeddings(np.asarray(x, np.float64), num_clusters)
     subset = _fit_subset(x, seed)
     kinds = ("diag", "full") if x.shape[1] <= FULL_COVARIANCE_FEATURES else ("diag",)
@@ -137,19 +142,15 @@ def input_mixture(x: np.ndarray, num_clusters: int, seed: int = 0) -> np.ndarray
         GaussianMixture(num_clusters, covariance_type=kind, n_init=INPUT_GMM_INITS, random_state=seed).fit(subset)
         for kind in kinds
     ]
-    best = min(fits, key=lambda gmm: gmm.bic(subset))
-    return np.concatenate([best.predict(x[rows]) for rows in _chunks(len(x))])
-
-
-def input_start(
-    x: np.ndarray, z: np.ndarray, num_clusters: int, seed: int = 0, min_variance: float = 1e-3
-) -> ClusterStart:
-    """Not the paper's start: the clusters of :func:`input_mixture` on the input ``x``, each given the mean and
-    variance of its members' embeddings ``z`` (:func:`moment_match`). Where the autoencoder's embedding mixes
-    clusters that are apart in the input space, training starts from the input's."""
-    assignments = input_mixture(x, num_clusters, seed)
-    means, variances = moment_match(_check_embeddings(z, num_clusters), assignments, num_clusters, min_variance)
-    return ClusterStart(means, variances, assignments)
+    if spread is not None and np.ptp(spread) > 1e-6 * np.max(spread):
+        view = subset * (np.asarray(spread, np.float64) / np.mean(spread))
+        groups = KMeans(num_clusters, n_init=KMEANS_INITS, random_state=seed).fit_predict(view)
+        means = np.stack([subset[groups == k].mean(axis=0) for k in range(num_clusters)])
+        fits += [
+            GaussianMixture(num_clusters, covariance_type=kind, means_init=means, random_state=seed).fit(subset)
+            for kind in kinds
+        ]
+    return min(fits, key=lambda gmm: gmm.bic(subset))
 
 
 KMEANS_INITS = 10  # k-means runs from this many k-means++ seedings and keeps the one of least inertia

@@ -10,8 +10,9 @@ are drawn among the samples and answered from the labels (must-link: same label,
 clusters all samples with the true K and is scored by ARI against the labels (transductive):
 
 - ``dcgmm``: ``DCGMMClustering(n_clusters=K, random_state=seed)`` with its defaults, fitted with the pairs;
-- ``dcgmm_one_start``: that fit's first start alone (``start_labels_["embedding"]``), the clustering of
-  ``input_start=False``, recorded from the same fit (no time of its own);
+- ``dcgmm_deep``: that fit's deep model's clusters (``start_labels_[start_]``), what ``input_fallback=False``
+  returns, and ``dcgmm_one_start``: its first start alone (``start_labels_["embedding"]``), what
+  ``input_start=False, input_fallback=False`` returns; both recorded from the same fit (no time of their own);
 - ``kmeans``: ``KMeans(K, n_init=10)``; ``gmm``: ``GaussianMixture(K, n_init=5)``, the better ARI of the full and
   the diagonal covariance (the note says which). Neither takes pairs: one row per set and seed, under 0 pairs,
   which the Markdown table repeats on every pair count;
@@ -70,7 +71,9 @@ TINY_SETS = ("iris", "blobs_2d", "classification_3")  # --tiny: small sets, fast
 TINY_PARAMS = {"epochs": 2, "pretrain_epochs": 2, "choice_tuning_epochs": 1}  # --tiny: the estimator's settings
 UNSCALED = ("digits", "fashion_2000", "docstrings")  # images in [0, 1] and text features, kept as they are
 ONE_START = "dcgmm_one_start"  # the estimator's fit from its first start alone: input_start=False
-METHODS = ("dcgmm", ONE_START, "dcgmm_auto", "kmeans", "gmm", "pckmeans")
+DEEP = "dcgmm_deep"  # the deep model's clusters of that fit, whichever it chose: input_fallback=False
+DERIVED = {ONE_START: "the embedding's start", DEEP: "the deep model"}  # rows taken from the dcgmm fit
+METHODS = ("dcgmm", ONE_START, DEEP, "dcgmm_auto", "kmeans", "gmm", "pckmeans")
 COLUMNS = (
     "dataset",
     "half",
@@ -371,8 +374,9 @@ def _dcgmm(
             f"{est.likelihood_}, units {'-'.join(map(str, est.hidden_units_))}, "
             f"epochs {s.epochs}+{s.pretrain_epochs} pretraining, batch {s.batch_size}"
         )
-        note += f", kept the {est.start_} start"
-        extra = {"note": note, "start_labels": est.start_labels_}
+        note += f", kept the {est.start_} start, labels from the {est.chosen_} model"
+        derived = {ONE_START: est.start_labels_["embedding"], DEEP: est.start_labels_[est.start_]}
+        extra = {"note": note, "derived": derived}
         if k == "auto":
             extra["chosen_k"] = int(est.n_clusters_)
             extra["note"] += f", tied K {' '.join(map(str, est.cluster_count_.tied))}"
@@ -497,14 +501,14 @@ def run_bench(
                     continue
                 fit = _fit_of(method, x, y, seed, count, params)
                 row = {**about, "seed": seed, "num_pairs": count, "method": method, "note": "", **_measured(fit, y)}
-                one_start = row.pop("start_labels", {}).get("embedding")
+                derived = row.pop("derived", {}) if method == "dcgmm" else {}
                 results.append_row(csv_path, {c: row.get(c, "") for c in COLUMNS})
                 done.add(key)
-                if method == "dcgmm" and one_start is not None:  # the fit of input_start=False, trained first
-                    single = {**row, "method": ONE_START, "ari": float(adjusted_rand_score(y, one_start))}
-                    single.update(clusters_used=len(np.unique(one_start)), seconds="", note="the embedding's start")
+                for other, labels in derived.items():  # the same fit's other clusterings
+                    single = {**row, "method": other, "ari": float(adjusted_rand_score(y, labels))}
+                    single.update(clusters_used=len(np.unique(labels)), seconds="", note=DERIVED[other])
                     results.append_row(csv_path, {c: single.get(c, "") for c in COLUMNS})
-                    done.add(_key(name, seed, count, ONE_START))
+                    done.add(_key(name, seed, count, other))
                 print(
                     f"{name} ({HALVES[name]}) seed {seed}, {count} pairs, {method}: ARI {row['ari']:.3f}, "
                     f"{row['clusters_used']} clusters used, {row['seconds']:.1f} s, {row['warnings']} warnings",
@@ -575,17 +579,19 @@ def _mean_std(cell: pd.Series | None) -> str:
 
 
 def markdown_table(summary: pd.DataFrame) -> str:
-    """A Markdown table of the ARI (mean ± std over the seeds), per set and pair count: dcgmm, its first start
-    alone, kmeans, gmm and pckmeans (k-means and the GMM, which take no pairs, repeated on every count)."""
+    """A Markdown table of the ARI (mean ± std over the seeds), per set and pair count: dcgmm, its deep model's
+    clusters, its first start alone, kmeans, gmm and pckmeans (k-means and the GMM, which take no pairs, repeated
+    on every count)."""
     lines = [
-        "| set | half | pairs | dcgmm | one start | kmeans | gmm | pckmeans |",
-        "|---|---|---:|---|---|---|---|---|",
+        "| set | half | pairs | dcgmm | deep model | one start | kmeans | gmm | pckmeans |",
+        "|---|---|---:|---|---|---|---|---|---|",
     ]
     for name in dict.fromkeys(summary.dataset):
         here = summary[summary.dataset == name]
         for count in sorted(set(here[here.method.isin(["dcgmm", "pckmeans"])].num_pairs)):
             cells = [
                 _cell(summary, name, count, "dcgmm"),
+                _cell(summary, name, count, DEEP),
                 _cell(summary, name, count, ONE_START),
                 _cell(summary, name, 0, "kmeans"),
                 _cell(summary, name, 0, "gmm"),

@@ -409,14 +409,25 @@ def test_certain_answers_have_a_zero_flip_probability_without_a_warning():
     assert all(len(set(found[truth == c])) == 1 for c in range(4)) and len(set(found)) == 4
 
 
-def test_input_start_takes_the_input_mixtures_clusters_onto_the_embedding():
+def test_input_gmm_finds_clusters_that_are_plain_in_the_input():
     rng = np.random.default_rng(0)
     y = np.repeat([0, 1, 2], 40)
     x = rng.normal(size=(120, 3)) * 0.3 + 5.0 * np.eye(3)[y]
-    labels = start_module.input_mixture(x, 3, seed=0)
-    assert metrics.ari(y, labels) == pytest.approx(1.0)
-    z = rng.normal(size=(120, 2))  # an embedding that does not show the clusters
-    start = start_module.input_start(x, z, 3, seed=0)
-    np.testing.assert_array_equal(start.assignments, labels)
-    for k in range(3):
-        np.testing.assert_allclose(start.means[k], z[labels == k].mean(0))
+    gmm = start_module.input_gmm(x, 3, seed=0)
+    assert metrics.ari(y, gmm.predict(x)) == pytest.approx(1.0)
+    assert gmm.covariance_type in ("diag", "full")
+
+
+def test_input_gmm_also_starts_from_the_features_original_spread():
+    """Two clusters apart in a feature of large spread, ten noise features of small spread: standardised, the
+    noise weighs as much as the signal. The start from k-means at the original spread competes by BIC, so the BIC
+    of the GMM kept is never above that of the GMM without it, and an equal spread changes nothing."""
+    rng = np.random.default_rng(3)
+    y = np.repeat([0, 1], 60)
+    raw = np.concatenate([10.0 * y[:, None] + rng.normal(0, 3.0, (120, 1)), rng.normal(0, 0.1, (120, 10))], axis=1)
+    spread = raw.std(0)
+    x = (raw - raw.mean(0)) / spread
+    plain, both = start_module.input_gmm(x, 2, seed=0), start_module.input_gmm(x, 2, seed=0, spread=spread)
+    assert both.bic(x) <= plain.bic(x)
+    same = start_module.input_gmm(x, 2, seed=0, spread=np.full(11, 2.0))
+    np.testing.assert_array_equal(same.means_, plain.means_)

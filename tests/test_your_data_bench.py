@@ -13,9 +13,10 @@ def test_tiny_bench_writes_a_row_per_fit_and_resumes(tmp_path):
     rows = pd.read_csv(tmp_path / "results.csv")
     assert list(rows.columns) == list(bench.COLUMNS)
     planned = {(name, count, method) for name in bench.TINY_SETS for count, method in bench._planned([30], False)}
-    expected = planned | {(name, 30, bench.ONE_START) for name in bench.TINY_SETS}  # recorded from dcgmm's fit
+    derived = {(name, 30, method) for name in bench.TINY_SETS for method in bench.DERIVED}  # from dcgmm's fit
+    expected = planned | derived
     assert set(zip(rows.dataset, rows.num_pairs, rows.method)) == expected
-    assert len(rows) == len(expected) == 5 * len(bench.TINY_SETS)  # kmeans, gmm (0 pairs); 3 with 30 pairs
+    assert len(rows) == len(expected) == 6 * len(bench.TINY_SETS)  # kmeans, gmm (0 pairs); 4 with 30 pairs
     assert (rows.seed == 0).all()  # the tiny mode runs the first seed only
     assert rows.ari.between(-1, 1).all()  # no fit failed (a failed fit's ARI is NaN)
     assert (rows.half == rows.dataset.map(bench.HALVES)).all()
@@ -26,9 +27,12 @@ def test_tiny_bench_writes_a_row_per_fit_and_resumes(tmp_path):
     assert "| iris | tuning | 30 |" in bench.markdown_table(summary)
     one = rows[rows.method == bench.ONE_START].set_index("dataset").ari
     kept = dcgmm.set_index("dataset")
-    # The kept fit is the first start's where that start was kept.
+    deep = rows[rows.method == bench.DEEP].set_index("dataset").ari
+    # The deep model's clusters are the first start's where that start was kept, and the fit's where it was chosen.
     first = kept.note.str.contains("kept the embedding start")
-    assert (one[first.index[first]] == kept.ari[first]).all()
+    assert (one[first.index[first]] == deep[first.index[first]]).all()
+    chosen = kept.note.str.contains("labels from the deep model")
+    assert (deep[chosen.index[chosen]] == kept.ari[chosen]).all()
 
     bench.run_bench(tmp_path, [0], [30], tiny=True)  # every row is there: nothing is fitted again
     assert len(pd.read_csv(tmp_path / "results.csv")) == len(rows)

@@ -1,0 +1,164 @@
+"""The Gaussian mixture of the inputs that a clustering implies, scored with the pairs: the C-ELBO's cluster and pair
+terms with the identity for encoder.
+
+Not the paper's. For posteriors q_i over the K clusters the score per sample is
+
+    F(q, theta) = 1/N [ sum_i sum_k q_ik (log pi_k + log N(x_i | mu_k, Sigma_k) - log q_ik)
+                        + 2 sum_(i,j) W_ij q_i . q_j ]
+
+the cluster terms of the C-ELBO (Eq. 10) with the embedding z = x, and the pairs' term as in
+:func:`dcgmm_tf.recipe.fit_loss` (each pair stored once). F is a lower bound on the log-likelihood of the data plus
+the pairs' log prior. :func:`mixture_of_clusters` gives a clustering's mixture: the M-step from its posteriors (the
+weighted Gaussian fit, which raises F most) and the E-step with the pairs (the posteriors of samples without pairs
+are the mixture's; those of samples in pairs a coordinate ascent, each the softmax of its log joint plus the pull of
+its partners' posteriors, sweep after sweep). Clusterings of the same data and pairs compare by the F of theirs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from scipy import linalg, sparse, special
+
+from dcgmm_tf.constraints import ConstraintSet
+
+COVARIANCE_TYPES = ("diag", "full")
+REG_COVAR = 1e-6  # added to the variances, as scikit-learn's GaussianMixture does by default
+SWEEPS = 5  # coordinate-ascent sweeps over the paired samples in the E-step
+ROWS = 65_536  # samples whose [rows, F] differences are held at once
+
+
+@dataclasses.dataclass(frozen=True)
+class PairedMixture:
+    """A fitted mixture: ``weights`` [K], ``means`` [K, F], ``covariances`` [K, F] ("diag") or [K, F, F]
+    ("full"), the posteriors ``probabilities`` [N, K] of the training samples (with the pairs) and ``objective``,
+    F per sample at them."""
+
+    weights: np.ndarray
+    means: np.ndarray
+    covariances: np.ndarray
+    covariance_type: str
+    probabilities: np.ndarray
+    objective: float
+
+    def log_joint(self, x: np.ndarray) -> np.ndarray:
+        """The log joint, log pi_k + log N(x_i | mu_k, Sigma_k), [N, K]."""
+        return log_joint(x, self.weights, self.means, self.covariances, self.covariance_type)
+
+    def predict_proba(self, x: np.ndarray) -> np.ndarray:
+        """p(c | x) of new samples (which carry no pairs), [N, K]."""
+        return np.exp(special.log_softmax(self.log_joint(x), axis=1))
+
+
+def log_joint(
+    x: np.ndarray, weights: np.ndarray, means: np.ndarray, covariances: np.ndarray, covariance_type: str
+) -> np.ndarray:
+    """The log joint, log pi_k + log N(x_i | mu_k, Sigma_k), of every sample and cluster, [N, K]; ``ROWS``
+    samples at a time."""
+    num_features = x.shape[1]
+    if covariance_type == "diag":
+        factors = [1.0 / np.sqrt(c) for c in covariances]
+        log_dets = [np.sum(np.log(c)) for c in covariances]
+    else:
+        factors = [linalg.cholesky(c, lower=True) for c in covariances]
+        log_dets = [2.0 * np.sum(np.log(np.diag(f))) for f in factors]
+    out = np.empty((len(x), len(weights)))
+    for start in range(0, len(x), ROWS):
+        rows = np.asarray(x[start : start + ROWS], np.float64)
+        for k, (factor, log_det) in enumerate(zip(factors, log_dets, strict=True)):
+            diff = rows - means[k]
+            if covariance_type == "diag":
+                mahalanobis = np.sum((diff * factor) ** 2, axis=1)
+            else:
+                mahalanobis = np.sum(linalg.solve_triangular(factor, diff.T, lower=True) ** 2, axis=0)
+            out[start : start + ROWS, k] = np.log(weights[k]) - 0.5 * (
+                num_features * np.log(2 * np.pi) + log_det + mahalanobis
+            )
+    return out
+
+
+def m_step(x: np.ndarray, q: np.ndarray, covariance_type: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The Gaussian mixture of most F for posteriors ``q`` [N, K]: weights, means and covariances (``ROWS``
+    samples at a time)."""
+    num_clusters, num_features = q.shape[1], x.shape[1]
+    counts = q.sum(axis=0) + 10 * np.finfo(np.float64).eps
+    sums = np.zeros((num_clusters, num_features))
+    for start in range(0, len(x), ROWS):
+        sums += q[start : start + ROWS].T @ np.asarray(x[start : start + ROWS], np.float64)
+    means = sums / counts[:, None]
+    shape = (num_clusters, num_features) if covariance_type == "diag" else (num_clusters, num_features, num_features)
+    covariances = np.zeros(shape)
+    for start in range(0, len(x), ROWS):
+        rows, weights = np.asarray(x[start : start + ROWS], np.float64), q[start : start + ROWS]
+        for k in range(num_clusters):
+            diff = rows - means[k]
+            if covariance_type == "diag":
+                covariances[k] += weights[:, k] @ diff**2
+            else:
+                covariances[k] += (weights[:, k, None] * diff).T @ diff
+    covariances /= counts.reshape((-1,) + (1,) * (covariances.ndim - 1))
+    if covariance_type == "diag":
+        covariances += REG_COVAR
+    else:
+        covariances += REG_COVAR * np.eye(num_features)
+    return counts / counts.sum(), means, covariances
+
+
+def _pair_matrix(constraints: ConstraintSet) -> sparse.csr_matrix:
+    """The symmetric [N, N] sparse W (both orientations of each stored pair)."""
+    n = constraints.num_samples
+    w = constraints.weight.astype(np.float64)
+    rows = np.concatenate([constraints.i, constraints.j])
+    cols = np.concatenate([constraints.j, constraints.i])
+    return sparse.csr_matrix((np.concatenate([w, w]), (rows, cols)), shape=(n, n))
+
+
+def e_step(joint: np.ndarray, pairs: sparse.csr_matrix, q: np.ndarray, sweeps: int = SWEEPS) -> np.ndarray:
+    """Posteriors that raise F for the log joint ``joint`` [N, K]: the plain mixture's for samples without pairs;
+    for paired samples, ``sweeps`` coordinate-ascent sweeps from ``q``, q_i = softmax(joint_i + 2 sum_j W_ij q_j)."""
+    out = np.exp(special.log_softmax(joint, axis=1))
+    paired = np.flatnonzero(np.diff(pairs.indptr))
+    if not len(paired):
+        return out
+    out[paired] = q[paired]
+    for _ in range(sweeps):
+        for i in paired:
+            start, stop = pairs.indptr[i], pairs.indptr[i + 1]
+            pull = 2.0 * pairs.data[start:stop] @ out[pairs.indices[start:stop]]
+            out[i] = np.exp(special.log_softmax(joint[i] + pull))
+    return out
+
+
+def objective(joint: np.ndarray, q: np.ndarray, pairs: sparse.csr_matrix) -> float:
+    """F per sample (see the module's docstring) of posteriors ``q`` under the log joint ``joint``."""
+    cluster_terms = np.sum(q * joint) - np.sum(special.xlogy(q, q))
+    pair_term = np.sum(q * (pairs @ q))  # both orientations: 2 sum over the stored pairs
+    return float((cluster_terms + pair_term) / len(q))
+
+
+def _check(x: np.ndarray, q: np.ndarray, constraints: ConstraintSet, covariance_type: str) -> np.ndarray:
+    x = np.asarray(x)
+    if x.ndim != 2 or not np.all(np.isfinite(x)):
+        raise ValueError(f"x must be a finite [N, F] array, got shape {x.shape}")
+    if q.ndim != 2 or len(q) != len(x) or not np.all(np.isfinite(q)) or np.any(q < 0):
+        raise ValueError(f"posteriors must be a non-negative [N={len(x)}, K] array, got shape {q.shape}")
+    if constraints.num_samples != len(x):
+        raise ValueError(f"the pairs are over {constraints.num_samples} samples, x has {len(x)}")
+    if covariance_type not in COVARIANCE_TYPES:
+        raise ValueError(f"covariance_type must be one of {list(COVARIANCE_TYPES)}, got {covariance_type!r}")
+    return x
+
+
+def mixture_of_clusters(
+    x: np.ndarray, constraints: ConstraintSet, probabilities: np.ndarray, covariance_type: str
+) -> PairedMixture:
+    """The mixture a clustering implies: one M-step from its cluster ``probabilities`` [N, K] and one E-step with
+    the pairs, scored by F; comparable with :func:`fit_paired_mixture`'s on the same ``x`` and pairs."""
+    q = np.asarray(probabilities, np.float64)
+    x = _check(x, q, constraints, covariance_type)
+    pairs = _pair_matrix(constraints)
+    params = m_step(x, q, covariance_type)
+    joint = log_joint(x, *params, covariance_type)
+    q = e_step(joint, pairs, q)
+    return PairedMixture(*params, covariance_type, q, objective(joint, q, pairs))

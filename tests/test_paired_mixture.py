@@ -1,0 +1,103 @@
+"""The input-space mixture a clustering implies: its maths against numpy and scipy, the pairs' pull, the score."""
+
+import numpy as np
+import pytest
+from scipy import special, stats
+from sklearn.mixture import GaussianMixture
+
+from dcgmm_tf import paired_mixture
+from dcgmm_tf.constraints import ConstraintSet
+
+
+def blobs(n=90, seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % 3
+    centres = np.array([[0.0, 0.0, 0.0], [4.0, 0.0, 1.0], [0.0, 5.0, -2.0]])
+    return centres[y] + rng.normal(0, [1.0, 0.5, 0.8], (n, 3)), y
+
+
+def no_pairs(n):
+    return ConstraintSet([], [], [], n)
+
+
+@pytest.mark.parametrize("kind", ["diag", "full"])
+def test_log_joint_is_the_log_weight_plus_the_gaussian_log_density(kind, monkeypatch):
+    x, _ = blobs()
+    rng = np.random.default_rng(1)
+    weights, means = np.array([0.2, 0.5, 0.3]), rng.normal(size=(3, 3))
+    if kind == "diag":
+        covariances = rng.uniform(0.5, 2.0, (3, 3))
+        dense = [np.diag(c) for c in covariances]
+    else:
+        a = rng.normal(size=(3, 3, 3))
+        covariances = a @ a.transpose(0, 2, 1) + np.eye(3)
+        dense = list(covariances)
+    expected = np.stack(
+        [np.log(w) + stats.multivariate_normal(m, c).logpdf(x) for w, m, c in zip(weights, means, dense)], axis=1
+    )
+    np.testing.assert_allclose(paired_mixture.log_joint(x, weights, means, covariances, kind), expected, rtol=1e-10)
+    monkeypatch.setattr(paired_mixture, "ROWS", 7)  # in chunks of rows: the same values
+    np.testing.assert_allclose(paired_mixture.log_joint(x, weights, means, covariances, kind), expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("kind", ["diag", "full"])
+def test_m_step_is_the_weighted_gaussian_fit(kind, monkeypatch):
+    x, _ = blobs()
+    q = special.softmax(np.random.default_rng(2).normal(size=(len(x), 3)), axis=1)
+    monkeypatch.setattr(paired_mixture, "ROWS", 16)
+    weights, means, covariances = paired_mixture.m_step(x, q, kind)
+    np.testing.assert_allclose(weights, q.mean(0))
+    for k in range(3):
+        mean = np.average(x, axis=0, weights=q[:, k])
+        cov = np.cov(x.T, aweights=q[:, k], bias=True) + paired_mixture.REG_COVAR * np.eye(3)
+        np.testing.assert_allclose(means[k], mean)
+        np.testing.assert_allclose(covariances[k], np.diag(cov) if kind == "diag" else cov, rtol=1e-10)
+
+
+def test_the_pairs_term_of_the_score_is_twice_the_weighted_agreement_of_each_stored_pair():
+    x, y = blobs()
+    q = special.softmax(np.random.default_rng(3).normal(size=(len(x), 3)), axis=1)
+    pairs = ConstraintSet([0, 1, 5], [3, 2, 9], [2.0, -1.5, 0.5], len(x))
+    joint = paired_mixture.log_joint(x, *paired_mixture.m_step(x, q, "diag"), "diag")
+    with_pairs = paired_mixture.objective(joint, q, paired_mixture._pair_matrix(pairs))
+    without = paired_mixture.objective(joint, q, paired_mixture._pair_matrix(no_pairs(len(x))))
+    expected = 2 * sum(w * q[i] @ q[j] for i, j, w in zip(pairs.i, pairs.j, pairs.weight)) / len(x)
+    np.testing.assert_allclose(with_pairs - without, expected, rtol=1e-6)
+    cluster_terms = np.sum(q * joint) - np.sum(q * np.log(q))
+    np.testing.assert_allclose(without, cluster_terms / len(x))
+
+
+def test_the_e_step_follows_hard_pairs_and_leaves_the_others_to_the_mixture():
+    x, y = blobs()
+    q = np.eye(3)[y]
+    joint = paired_mixture.log_joint(x, *paired_mixture.m_step(x, q, "diag"), "diag")
+    # 0 and 1 are in different blobs: a must-link joins them; 3 and 6 share one: a cannot-link parts them.
+    pairs = paired_mixture._pair_matrix(ConstraintSet([0, 3], [1, 6], [1e4, -1e4], len(x)))
+    out = paired_mixture.e_step(joint, pairs, q)
+    assert out[0].argmax() == out[1].argmax() and out[3].argmax() != out[6].argmax()
+    free = np.setdiff1d(np.arange(len(x)), [0, 1, 3, 6])
+    np.testing.assert_allclose(out[free], special.softmax(joint[free], axis=1))
+
+
+def test_a_converged_gmm_scores_its_log_likelihood_and_a_random_clustering_scores_lower():
+    x, y = blobs(300)
+    gmm = GaussianMixture(3, covariance_type="full", tol=1e-10, max_iter=1000, random_state=0).fit(x)
+    own = paired_mixture.mixture_of_clusters(x, no_pairs(len(x)), gmm.predict_proba(x), "full")
+    # At EM's fixed point F is the mean log-likelihood (the bound is tight at the posterior).
+    np.testing.assert_allclose(own.objective, gmm.score(x), rtol=1e-6)
+    np.testing.assert_allclose(own.predict_proba(x), gmm.predict_proba(x), atol=1e-5)
+    shuffled = np.eye(3)[np.random.default_rng(0).integers(0, 3, len(x))]
+    assert paired_mixture.mixture_of_clusters(x, no_pairs(len(x)), shuffled, "full").objective < own.objective - 1
+
+
+def test_mixture_of_clusters_checks_its_inputs():
+    x, y = blobs()
+    q = np.eye(3)[y]
+    with pytest.raises(ValueError, match="covariance_type must be one of"):
+        paired_mixture.mixture_of_clusters(x, no_pairs(len(x)), q, "spherical")
+    with pytest.raises(ValueError, match="posteriors must be"):
+        paired_mixture.mixture_of_clusters(x, no_pairs(len(x)), q[:10], "diag")
+    with pytest.raises(ValueError, match="the pairs are over 5 samples"):
+        paired_mixture.mixture_of_clusters(x, no_pairs(5), q, "diag")
+    with pytest.raises(ValueError, match="finite"):
+        paired_mixture.mixture_of_clusters(np.full_like(x, np.nan), no_pairs(len(x)), q, "diag")
