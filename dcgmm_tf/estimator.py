@@ -242,8 +242,9 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         each by the Gaussian mixture of the scaled input it implies (:mod:`dcgmm_tf.paired_mixture`: one M-step,
         one E-step with the pairs, the C-ELBO's cluster and pair terms with the identity for encoder); when the
         input's scores higher, ``labels_``, ``predict`` and ``predict_proba`` come from that mixture and the fit
-        warns (``chosen_`` is "input"; ``transform`` is still the deep embedding). False: always the deep model,
-        the paper's way. Not the paper's (docs/your-data.md).
+        warns (``chosen_`` is "input"; ``transform`` is still the deep embedding). Only for data the estimator
+        models with the Gaussian likelihood: a Gaussian mixture of pixel values in [0, 1] is no rival to the
+        Bernoulli decoder. False: always the deep model, the paper's way. Not the paper's (docs/your-data.md).
       likelihood: Decoder likelihood, "auto", "bernoulli" or "gaussian"; "auto": Bernoulli when all of X is in
         [0, 1], else Gaussian.
       scaling: How X is brought to the likelihood's scale before the network sees it: "auto" (for the Bernoulli
@@ -271,9 +272,9 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
       fit_losses_: The negative C-ELBO per sample of each start's fit (:func:`dcgmm_tf.recipe.fit_loss`).
       start_labels_: Each start's clusters of the training samples, by start (both starts with ``input_start``).
       chosen_: Where ``labels_`` and ``predict`` come from: "deep" (``model_``) or "input" (``input_mixture_``).
-      mixture_scores_: With ``input_fallback``: the score of each clustering, "deep" and "input" (F per sample of
-        :mod:`dcgmm_tf.paired_mixture`; higher is better).
-      input_mixture_: With ``input_fallback``: the input-space mixture (a
+      mixture_scores_: With ``input_fallback`` and the Gaussian likelihood: the score of each clustering, "deep"
+        and "input" (F per sample of :mod:`dcgmm_tf.paired_mixture`; higher is better), else empty.
+      input_mixture_: With ``input_fallback`` and the Gaussian likelihood: the input-space mixture (a
         :class:`dcgmm_tf.paired_mixture.PairedMixture` on the scaled input), else None.
       likelihood_: The decoder likelihood used.
       hidden_units_: The widths of the encoder's hidden layers used.
@@ -599,7 +600,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     def _choose(self, x: np.ndarray, constraints: ConstraintSet, input_gmm: Any) -> None:
         """Sets ``chosen_``, ``mixture_scores_`` and ``input_mixture_`` (see ``input_fallback``)."""
         self.chosen_, self.mixture_scores_, self.input_mixture_ = "deep", {}, None
-        if not self.input_fallback or input_gmm is None:
+        if not self.input_fallback or input_gmm is None or self.likelihood_ != "gaussian":
             return
         kind = input_gmm.covariance_type
         deep = paired_mixture.mixture_of_clusters(x, constraints, self.model_.cluster_probabilities(x), kind)

@@ -12,7 +12,8 @@ clusters all samples with the true K and is scored by ARI against the labels (tr
 - ``dcgmm``: ``DCGMMClustering(n_clusters=K, random_state=seed)`` with its defaults, fitted with the pairs;
 - ``dcgmm_deep``: that fit's deep model's clusters (``start_labels_[start_]``), what ``input_fallback=False``
   returns, and ``dcgmm_one_start``: its first start alone (``start_labels_["embedding"]``), what
-  ``input_start=False, input_fallback=False`` returns; both recorded from the same fit (no time of their own);
+  ``input_start=False, input_fallback=False`` returns; ``dcgmm_input``: the clusters of its input-space mixture
+  (``input_mixture_``, where the fallback scored one); all recorded from the same fit (no time of their own);
 - ``kmeans``: ``KMeans(K, n_init=10)``; ``gmm``: ``GaussianMixture(K, n_init=5)``, the better ARI of the full and
   the diagonal covariance (the note says which). Neither takes pairs: one row per set and seed, under 0 pairs,
   which the Markdown table repeats on every pair count;
@@ -72,8 +73,9 @@ TINY_PARAMS = {"epochs": 2, "pretrain_epochs": 2, "choice_tuning_epochs": 1}  # 
 UNSCALED = ("digits", "fashion_2000", "docstrings")  # images in [0, 1] and text features, kept as they are
 ONE_START = "dcgmm_one_start"  # the estimator's fit from its first start alone: input_start=False
 DEEP = "dcgmm_deep"  # the deep model's clusters of that fit, whichever it chose: input_fallback=False
-DERIVED = {ONE_START: "the embedding's start", DEEP: "the deep model"}  # rows taken from the dcgmm fit
-METHODS = ("dcgmm", ONE_START, DEEP, "dcgmm_auto", "kmeans", "gmm", "pckmeans")
+INPUT = "dcgmm_input"  # the clusters of that fit's input-space mixture, whichever it chose
+DERIVED = {ONE_START: "the embedding's start", DEEP: "the deep model", INPUT: "the input's mixture"}  # from dcgmm
+METHODS = ("dcgmm", ONE_START, DEEP, INPUT, "dcgmm_auto", "kmeans", "gmm", "pckmeans")
 COLUMNS = (
     "dataset",
     "half",
@@ -375,7 +377,11 @@ def _dcgmm(
             f"epochs {s.epochs}+{s.pretrain_epochs} pretraining, batch {s.batch_size}"
         )
         note += f", kept the {est.start_} start, labels from the {est.chosen_} model"
+        if est.mixture_scores_:
+            note += f" (scores: deep {est.mixture_scores_['deep']:.6g}, input {est.mixture_scores_['input']:.6g})"
         derived = {ONE_START: est.start_labels_["embedding"], DEEP: est.start_labels_[est.start_]}
+        if est.input_mixture_ is not None:
+            derived[INPUT] = est.input_mixture_.probabilities.argmax(-1)
         extra = {"note": note, "derived": derived}
         if k == "auto":
             extra["chosen_k"] = int(est.n_clusters_)

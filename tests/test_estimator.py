@@ -412,21 +412,23 @@ def test_the_input_mixture_gives_the_labels_where_it_scores_higher(monkeypatch):
 
     x, y = toy_data(120)
     ml = [(i, j) for i, j in zip(np.flatnonzero(y == 0)[:5], np.flatnonzero(y == 0)[5:10])]
-    est = DCGMMClustering(2, **TINY).fit(x, ml=ml)
+    gaussian = {**TINY, "likelihood": "gaussian"}
+    est = DCGMMClustering(2, **gaussian).fit(x, ml=ml)
     assert set(est.mixture_scores_) == {"deep", "input"}
     assert est.mixture_scores_[est.chosen_] == max(est.mixture_scores_.values())
     with pytest.raises(ValueError, match="input_fallback must be True or False"):
-        DCGMMClustering(2, **TINY, input_fallback=1).fit(x)
-    off = DCGMMClustering(2, input_fallback=False, **TINY).fit(x, ml=ml)
-    assert off.chosen_ == "deep" and off.input_mixture_ is None and off.mixture_scores_ == {}
-    np.testing.assert_array_equal(off.labels_, off.model_.cluster_probabilities(off._scaled(x)).argmax(-1))
+        DCGMMClustering(2, **gaussian, input_fallback=1).fit(x)
+    for off in (DCGMMClustering(2, input_fallback=False, **gaussian), DCGMMClustering(2, **TINY)):  # Bernoulli
+        off.fit(x, ml=ml)
+        assert off.chosen_ == "deep" and off.input_mixture_ is None and off.mixture_scores_ == {}
+        np.testing.assert_array_equal(off.labels_, off.model_.cluster_probabilities(off._scaled(x)).argmax(-1))
 
     def coin_tosses(self, x):  # a deep model whose clusters ignore the data
         return np.eye(2, dtype=np.float32)[np.random.default_rng(99).integers(0, 2, len(x))]  # not toy_data's draw
 
     monkeypatch.setattr(DCGMM, "cluster_probabilities", coin_tosses)
     with pytest.warns(UserWarning, match="a Gaussian mixture of the input explains the data and pairs better"):
-        est = DCGMMClustering(2, **TINY).fit(x, ml=ml)
+        est = DCGMMClustering(2, **gaussian).fit(x, ml=ml)
     assert est.chosen_ == "input" and est.mixture_scores_["input"] > est.mixture_scores_["deep"]
     np.testing.assert_array_equal(est.labels_, est.input_mixture_.probabilities.argmax(-1))
     np.testing.assert_array_equal(est.predict(x), est.input_mixture_.predict_proba(est._scaled(x)).argmax(-1))

@@ -16,7 +16,7 @@ def test_tiny_bench_writes_a_row_per_fit_and_resumes(tmp_path):
     derived = {(name, 30, method) for name in bench.TINY_SETS for method in bench.DERIVED}  # from dcgmm's fit
     expected = planned | derived
     assert set(zip(rows.dataset, rows.num_pairs, rows.method)) == expected
-    assert len(rows) == len(expected) == 6 * len(bench.TINY_SETS)  # kmeans, gmm (0 pairs); 4 with 30 pairs
+    assert len(rows) == len(expected) == 7 * len(bench.TINY_SETS)  # kmeans, gmm (0 pairs); 5 with 30 pairs
     assert (rows.seed == 0).all()  # the tiny mode runs the first seed only
     assert rows.ari.between(-1, 1).all()  # no fit failed (a failed fit's ARI is NaN)
     assert (rows.half == rows.dataset.map(bench.HALVES)).all()
@@ -33,6 +33,8 @@ def test_tiny_bench_writes_a_row_per_fit_and_resumes(tmp_path):
     assert (one[first.index[first]] == deep[first.index[first]]).all()
     chosen = kept.note.str.contains("labels from the deep model")
     assert (deep[chosen.index[chosen]] == kept.ari[chosen]).all()
+    mixture = rows[rows.method == bench.INPUT].set_index("dataset").ari
+    assert (mixture[chosen.index[~chosen]] == kept.ari[~chosen]).all()  # the others' labels are the mixture's
 
     bench.run_bench(tmp_path, [0], [30], tiny=True)  # every row is there: nothing is fitted again
     assert len(pd.read_csv(tmp_path / "results.csv")) == len(rows)
