@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.mixture import GaussianMixture
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -456,8 +457,8 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             self.n_clusters_ = self.cluster_count_.num_clusters
         else:
             self.n_clusters_ = int(self.n_clusters)
-        input_gmm = None
-        if (self.input_start or self.input_fallback) and self.n_clusters_ > 1:
+        input_gmm = None  # for the second start, and for the fallback where it applies (see _choose)
+        if (self.input_start or self.input_fallback and self.likelihood_ == "gaussian") and self.n_clusters_ > 1:
             input_gmm = starts.input_gmm(x, self.n_clusters_, seed, spread=self.scale_)
         self.model_ = self._train(x, constraints, self.n_clusters_, seed, pretrained, input_gmm)
         self.constraints_ = constraints
@@ -518,7 +519,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         num_clusters: int,
         seed: int,
         pretrained: DCGMM | None,
-        input_gmm: Any = None,
+        input_gmm: GaussianMixture | None = None,
     ) -> DCGMM:
         """The library calls of the runner's recipe (:func:`dcgmm_tf.recipe.train_dcgmm`) on scaled ``x``, on the
         autoencoder of ``pretrained`` (a model of any K pretrained on ``x``) or a new pretraining when None; with
@@ -597,7 +598,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             check_inputs=False,
         )
 
-    def _choose(self, x: np.ndarray, constraints: ConstraintSet, input_gmm: Any) -> None:
+    def _choose(self, x: np.ndarray, constraints: ConstraintSet, input_gmm: GaussianMixture | None) -> None:
         """Sets ``chosen_``, ``mixture_scores_`` and ``input_mixture_`` (see ``input_fallback``)."""
         self.chosen_, self.mixture_scores_, self.input_mixture_ = "deep", {}, None
         if not self.input_fallback or input_gmm is None or self.likelihood_ != "gaussian":
