@@ -240,8 +240,9 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         (:func:`dcgmm_tf.recipe.fit_loss`); False: the one fit from ``cluster_init``, the paper's way. Not the
         paper's; it doubles the training time (docs/your-data.md).
       input_fallback: Also score the clustering of that input-space GMM (with the pairs) against the deep model's,
-        each by the Gaussian mixture of the scaled input it implies (:mod:`dcgmm_tf.paired_mixture`: one M-step,
-        one E-step with the pairs, the C-ELBO's cluster and pair terms with the identity for encoder); when the
+        each by the Gaussian mixture of the scaled input it implies (:mod:`dcgmm_tf.paired_mixture`: one M-step
+        from its clusters, one E-step with the pairs, the C-ELBO's cluster and pair terms with the identity for
+        encoder); when the
         input's scores higher, ``labels_``, ``predict`` and ``predict_proba`` come from that mixture and the fit
         warns (``chosen_`` is "input"; ``transform`` is still the deep embedding). Only for data the estimator
         models with the Gaussian likelihood: a Gaussian mixture of pixel values in [0, 1] is no rival to the
@@ -603,9 +604,11 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.chosen_, self.mixture_scores_, self.input_mixture_ = "deep", {}, None
         if not self.input_fallback or input_gmm is None or self.likelihood_ != "gaussian":
             return
-        kind = input_gmm.covariance_type
-        deep = paired_mixture.mixture_of_clusters(x, constraints, self.model_.cluster_probabilities(x), kind)
-        mixture = paired_mixture.mixture_of_clusters(x, constraints, input_gmm.predict_proba(x), kind)
+        kind, k = input_gmm.covariance_type, self.n_clusters_
+        deep = paired_mixture.mixture_of_clusters(
+            x, constraints, self.model_.cluster_probabilities(x).argmax(-1), k, kind
+        )
+        mixture = paired_mixture.mixture_of_clusters(x, constraints, input_gmm.predict(x), k, kind)
         self.mixture_scores_ = {"deep": deep.objective, "input": mixture.objective}
         self.input_mixture_ = mixture
         if mixture.objective > deep.objective:

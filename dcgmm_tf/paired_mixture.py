@@ -8,10 +8,12 @@ Not the paper's. For posteriors q_i over the K clusters the score per sample is
 
 the cluster terms of the C-ELBO (Eq. 10) with the embedding z = x, and the pairs' term as in
 :func:`dcgmm_tf.recipe.fit_loss` (each pair stored once). F is a lower bound on the log-likelihood of the data plus
-the pairs' log prior. :func:`mixture_of_clusters` gives a clustering's mixture: the M-step from its posteriors (the
-weighted Gaussian fit, which raises F most) and the E-step with the pairs (the posteriors of samples without pairs
-are the mixture's; those of samples in pairs a coordinate ascent, each the softmax of its log joint plus the pull of
-its partners' posteriors, sweep after sweep). Clusterings of the same data and pairs compare by the F of theirs.
+the pairs' log prior. :func:`mixture_of_clusters` gives a clustering's mixture: the M-step from its clusters (each
+sample's cluster taken as certain, so the clustering scored is the one returned; the covariances with a prior of
+``PRIOR_SAMPLES`` pseudo-sample of the data's variance, so that a cluster of one or a few samples does not narrow
+onto them and lift the score), then the E-step with the pairs (the posteriors of samples without pairs are the
+mixture's; those of samples in pairs a coordinate ascent, each the softmax of its log joint plus the pull of its
+partners' posteriors, sweep after sweep). Clusterings of the same data and pairs compare by the F of theirs.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from scipy import linalg, sparse, special
 from dcgmm_tf.constraints import ConstraintSet
 
 COVARIANCE_TYPES = ("diag", "full")
-REG_COVAR = 1e-6  # added to the variances, as scikit-learn's GaussianMixture does by default
+PRIOR_SAMPLES = 1.0  # the covariances' prior: this many pseudo-samples with the data's variance per feature
 SWEEPS = 5  # coordinate-ascent sweeps over the paired samples in the E-step
 ROWS = 65_536  # samples whose [rows, F] differences are held at once
 
@@ -78,9 +80,12 @@ def log_joint(
     return out
 
 
-def m_step(x: np.ndarray, q: np.ndarray, covariance_type: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The Gaussian mixture of most F for posteriors ``q`` [N, K]: weights, means and covariances (``ROWS``
-    samples at a time)."""
+def m_step(
+    x: np.ndarray, q: np.ndarray, covariance_type: str, prior: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The Gaussian mixture for posteriors ``q`` [N, K]: weights, means and covariances (``ROWS`` samples at a
+    time); each covariance is the scatter of its cluster plus ``PRIOR_SAMPLES`` times diag(``prior``) [F], over the
+    cluster's weight plus ``PRIOR_SAMPLES``."""
     num_clusters, num_features = q.shape[1], x.shape[1]
     counts = q.sum(axis=0) + 10 * np.finfo(np.float64).eps
     sums = np.zeros((num_clusters, num_features))
@@ -97,12 +102,21 @@ def m_step(x: np.ndarray, q: np.ndarray, covariance_type: str) -> tuple[np.ndarr
                 covariances[k] += weights[:, k] @ diff**2
             else:
                 covariances[k] += (weights[:, k, None] * diff).T @ diff
-    covariances /= counts.reshape((-1,) + (1,) * (covariances.ndim - 1))
-    if covariance_type == "diag":
-        covariances += REG_COVAR
-    else:
-        covariances += REG_COVAR * np.eye(num_features)
+    covariances += PRIOR_SAMPLES * (prior if covariance_type == "diag" else np.diag(prior))
+    covariances /= (counts + PRIOR_SAMPLES).reshape((-1,) + (1,) * (covariances.ndim - 1))
     return counts / counts.sum(), means, covariances
+
+
+def feature_variance(x: np.ndarray) -> np.ndarray:
+    """The variance of each feature of ``x`` [N, F] (``ROWS`` samples at a time), floored at a millionth of the
+    largest, for the covariances' prior."""
+    total, squares = np.zeros(x.shape[1]), np.zeros(x.shape[1])
+    for start in range(0, len(x), ROWS):
+        rows = np.asarray(x[start : start + ROWS], np.float64)
+        total += rows.sum(axis=0)
+        squares += (rows**2).sum(axis=0)
+    variance = np.maximum(squares / len(x) - (total / len(x)) ** 2, 0.0)
+    return np.maximum(variance, 1e-6 * max(variance.max(), 1e-12))
 
 
 def _pair_matrix(constraints: ConstraintSet) -> sparse.csr_matrix:
@@ -137,12 +151,16 @@ def objective(joint: np.ndarray, q: np.ndarray, pairs: sparse.csr_matrix) -> flo
     return float((cluster_terms + pair_term) / len(q))
 
 
-def _check(x: np.ndarray, q: np.ndarray, constraints: ConstraintSet, covariance_type: str) -> np.ndarray:
+def _check(
+    x: np.ndarray, labels: np.ndarray, num_clusters: int, constraints: ConstraintSet, covariance_type: str
+) -> np.ndarray:
     x = np.asarray(x)
     if x.ndim != 2 or not np.all(np.isfinite(x)):
         raise ValueError(f"x must be a finite [N, F] array, got shape {x.shape}")
-    if q.ndim != 2 or len(q) != len(x) or not np.all(np.isfinite(q)) or np.any(q < 0):
-        raise ValueError(f"posteriors must be a non-negative [N={len(x)}, K] array, got shape {q.shape}")
+    if labels.shape != (len(x),) or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"labels must be an integer array of shape ({len(x)},), got {labels.dtype} {labels.shape}")
+    if len(labels) and (labels.min() < 0 or labels.max() >= num_clusters):
+        raise ValueError(f"labels must be in [0, num_clusters={num_clusters}), got {labels.min()}..{labels.max()}")
     if constraints.num_samples != len(x):
         raise ValueError(f"the pairs are over {constraints.num_samples} samples, x has {len(x)}")
     if covariance_type not in COVARIANCE_TYPES:
@@ -151,14 +169,15 @@ def _check(x: np.ndarray, q: np.ndarray, constraints: ConstraintSet, covariance_
 
 
 def mixture_of_clusters(
-    x: np.ndarray, constraints: ConstraintSet, probabilities: np.ndarray, covariance_type: str
+    x: np.ndarray, constraints: ConstraintSet, labels: np.ndarray, num_clusters: int, covariance_type: str
 ) -> PairedMixture:
-    """The mixture a clustering implies: one M-step from its cluster ``probabilities`` [N, K] and one E-step with
-    the pairs, scored by F; comparable with :func:`fit_paired_mixture`'s on the same ``x`` and pairs."""
-    q = np.asarray(probabilities, np.float64)
-    x = _check(x, q, constraints, covariance_type)
+    """The mixture the clustering ``labels`` [N] (of ``num_clusters``) implies: one M-step from its clusters and one
+    E-step with the pairs, scored by F; clusterings of the same ``x`` and pairs compare by it."""
+    labels = np.asarray(labels)
+    x = _check(x, labels, num_clusters, constraints, covariance_type)
+    q = np.eye(num_clusters)[labels]
     pairs = _pair_matrix(constraints)
-    params = m_step(x, q, covariance_type)
+    params = m_step(x, q, covariance_type, feature_variance(x))
     joint = log_joint(x, *params, covariance_type)
     q = e_step(joint, pairs, q)
     return PairedMixture(*params, covariance_type, q, objective(joint, q, pairs))

@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 from scipy import special, stats
-from sklearn.mixture import GaussianMixture
 
 from dcgmm_tf import paired_mixture
 from dcgmm_tf.constraints import ConstraintSet
@@ -41,24 +40,27 @@ def test_log_joint_is_the_log_weight_plus_the_gaussian_log_density(kind, monkeyp
 
 
 @pytest.mark.parametrize("kind", ["diag", "full"])
-def test_m_step_is_the_weighted_gaussian_fit(kind, monkeypatch):
+def test_m_step_is_the_weighted_gaussian_fit_with_a_prior_of_one_sample(kind, monkeypatch):
     x, _ = blobs()
     q = special.softmax(np.random.default_rng(2).normal(size=(len(x), 3)), axis=1)
+    prior = np.array([1.0, 2.0, 0.5])
     monkeypatch.setattr(paired_mixture, "ROWS", 16)
-    weights, means, covariances = paired_mixture.m_step(x, q, kind)
+    weights, means, covariances = paired_mixture.m_step(x, q, kind, prior)
     np.testing.assert_allclose(weights, q.mean(0))
     for k in range(3):
         mean = np.average(x, axis=0, weights=q[:, k])
-        cov = np.cov(x.T, aweights=q[:, k], bias=True) + paired_mixture.REG_COVAR * np.eye(3)
+        scatter = np.cov(x.T, aweights=q[:, k], bias=True) * q[:, k].sum()
+        cov = (scatter + np.diag(prior)) / (q[:, k].sum() + 1.0)
         np.testing.assert_allclose(means[k], mean)
         np.testing.assert_allclose(covariances[k], np.diag(cov) if kind == "diag" else cov, rtol=1e-10)
+    np.testing.assert_allclose(paired_mixture.feature_variance(x), x.var(0), rtol=1e-10)
 
 
 def test_the_pairs_term_of_the_score_is_twice_the_weighted_agreement_of_each_stored_pair():
     x, y = blobs()
     q = special.softmax(np.random.default_rng(3).normal(size=(len(x), 3)), axis=1)
     pairs = ConstraintSet([0, 1, 5], [3, 2, 9], [2.0, -1.5, 0.5], len(x))
-    joint = paired_mixture.log_joint(x, *paired_mixture.m_step(x, q, "diag"), "diag")
+    joint = paired_mixture.log_joint(x, *paired_mixture.m_step(x, q, "diag", x.var(0)), "diag")
     with_pairs = paired_mixture.objective(joint, q, paired_mixture._pair_matrix(pairs))
     without = paired_mixture.objective(joint, q, paired_mixture._pair_matrix(no_pairs(len(x))))
     expected = 2 * sum(w * q[i] @ q[j] for i, j, w in zip(pairs.i, pairs.j, pairs.weight)) / len(x)
@@ -70,7 +72,7 @@ def test_the_pairs_term_of_the_score_is_twice_the_weighted_agreement_of_each_sto
 def test_the_e_step_follows_hard_pairs_and_leaves_the_others_to_the_mixture():
     x, y = blobs()
     q = np.eye(3)[y]
-    joint = paired_mixture.log_joint(x, *paired_mixture.m_step(x, q, "diag"), "diag")
+    joint = paired_mixture.log_joint(x, *paired_mixture.m_step(x, q, "diag", x.var(0)), "diag")
     # 0 and 1 are in different blobs: a must-link joins them; 3 and 6 share one: a cannot-link parts them.
     pairs = paired_mixture._pair_matrix(ConstraintSet([0, 3], [1, 6], [1e4, -1e4], len(x)))
     out = paired_mixture.e_step(joint, pairs, q)
@@ -79,25 +81,39 @@ def test_the_e_step_follows_hard_pairs_and_leaves_the_others_to_the_mixture():
     np.testing.assert_allclose(out[free], special.softmax(joint[free], axis=1))
 
 
-def test_a_converged_gmm_scores_its_log_likelihood_and_a_random_clustering_scores_lower():
+def test_a_clustering_scores_its_mixtures_log_likelihood_and_the_truth_beats_a_random_one():
     x, y = blobs(300)
-    gmm = GaussianMixture(3, covariance_type="full", tol=1e-10, max_iter=1000, random_state=0).fit(x)
-    own = paired_mixture.mixture_of_clusters(x, no_pairs(len(x)), gmm.predict_proba(x), "full")
-    # At EM's fixed point F is the mean log-likelihood (the bound is tight at the posterior).
-    np.testing.assert_allclose(own.objective, gmm.score(x), rtol=1e-6)
-    np.testing.assert_allclose(own.predict_proba(x), gmm.predict_proba(x), atol=1e-5)
-    shuffled = np.eye(3)[np.random.default_rng(0).integers(0, 3, len(x))]
-    assert paired_mixture.mixture_of_clusters(x, no_pairs(len(x)), shuffled, "full").objective < own.objective - 1
+    own = paired_mixture.mixture_of_clusters(x, no_pairs(len(x)), y, 3, "full")
+    # Without pairs the E-step's posteriors make the bound tight: F is the mean log-likelihood of the M-step's mixture.
+    joint = own.log_joint(x)
+    np.testing.assert_allclose(own.objective, special.logsumexp(joint, axis=1).mean(), rtol=1e-10)
+    np.testing.assert_allclose(own.probabilities, own.predict_proba(x))
+    shuffled = np.random.default_rng(0).integers(0, 3, len(x))
+    assert paired_mixture.mixture_of_clusters(x, no_pairs(len(x)), shuffled, 3, "full").objective < own.objective - 1
+
+
+def test_a_cluster_of_one_sample_keeps_a_broad_gaussian():
+    """Without the prior a singleton's Gaussian would narrow onto its sample (variance 0) and its log density there
+    grow without bound, lifting the score of any clustering with such a cluster; one pseudo-sample of the data's
+    variance leaves it half of that variance."""
+    x, y = blobs(300)
+    singleton = y.copy()
+    singleton[singleton == 2] = 1
+    singleton[0] = 2  # two blobs merged, a third cluster of one sample
+    mixture = paired_mixture.mixture_of_clusters(x, no_pairs(len(x)), singleton, 3, "diag")
+    np.testing.assert_allclose(mixture.covariances[2], x.var(0) / 2, rtol=1e-6)
+    assert np.isfinite(mixture.objective)
 
 
 def test_mixture_of_clusters_checks_its_inputs():
     x, y = blobs()
-    q = np.eye(3)[y]
     with pytest.raises(ValueError, match="covariance_type must be one of"):
-        paired_mixture.mixture_of_clusters(x, no_pairs(len(x)), q, "spherical")
-    with pytest.raises(ValueError, match="posteriors must be"):
-        paired_mixture.mixture_of_clusters(x, no_pairs(len(x)), q[:10], "diag")
+        paired_mixture.mixture_of_clusters(x, no_pairs(len(x)), y, 3, "spherical")
+    with pytest.raises(ValueError, match="labels must be an integer array"):
+        paired_mixture.mixture_of_clusters(x, no_pairs(len(x)), y[:10], 3, "diag")
+    with pytest.raises(ValueError, match=r"labels must be in \[0, num_clusters=2\)"):
+        paired_mixture.mixture_of_clusters(x, no_pairs(len(x)), y, 2, "diag")
     with pytest.raises(ValueError, match="the pairs are over 5 samples"):
-        paired_mixture.mixture_of_clusters(x, no_pairs(5), q, "diag")
+        paired_mixture.mixture_of_clusters(x, no_pairs(5), y, 3, "diag")
     with pytest.raises(ValueError, match="finite"):
-        paired_mixture.mixture_of_clusters(np.full_like(x, np.nan), no_pairs(len(x)), q, "diag")
+        paired_mixture.mixture_of_clusters(np.full_like(x, np.nan), no_pairs(len(x)), y, 3, "diag")
