@@ -242,11 +242,11 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
       input_fallback: Also score the clustering of that input-space GMM (with the pairs) against the deep model's,
         each by the Gaussian mixture of the scaled input it implies (:mod:`dcgmm_tf.paired_mixture`: one M-step
         from its clusters, one E-step with the pairs, the C-ELBO's cluster and pair terms with the identity for
-        encoder); when the
-        input's scores higher, ``labels_``, ``predict`` and ``predict_proba`` come from that mixture and the fit
-        warns (``chosen_`` is "input"; ``transform`` is still the deep embedding). Only for data the estimator
-        models with the Gaussian likelihood: a Gaussian mixture of pixel values in [0, 1] is no rival to the
-        Bernoulli decoder. False: always the deep model, the paper's way. Not the paper's (docs/your-data.md).
+        encoder); when the input's scores higher, ``labels_``, ``predict`` and ``predict_proba`` come from that
+        mixture and the fit warns (``chosen_`` is "input"; ``transform`` is still the deep embedding). Only for
+        data the estimator models with the Gaussian likelihood: a Gaussian mixture of pixel values in [0, 1] is
+        no rival to the Bernoulli decoder. False: always the deep model, the paper's way. Not the paper's
+        (docs/your-data.md).
       likelihood: Decoder likelihood, "auto", "bernoulli" or "gaussian"; "auto": Bernoulli when all of X is in
         [0, 1], else Gaussian.
       scaling: How X is brought to the likelihood's scale before the network sees it: "auto" (for the Bernoulli
@@ -461,13 +461,14 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         input_gmm = None  # for the second start, and for the fallback where it applies (see _choose)
         if (self.input_start or self.input_fallback and self.likelihood_ == "gaussian") and self.n_clusters_ > 1:
             input_gmm = starts.input_gmm(x, self.n_clusters_, seed, spread=self.scale_)
-        self.model_ = self._train(x, constraints, self.n_clusters_, seed, pretrained, input_gmm)
+        input_clusters = None if input_gmm is None else starts.assign(input_gmm, x)
+        self.model_ = self._train(x, constraints, self.n_clusters_, seed, pretrained, input_clusters)
         self.constraints_ = constraints
-        self._choose(x, constraints, input_gmm)
+        self._choose(x, constraints, input_gmm, input_clusters)
         if self.chosen_ == "input":  # the training samples' posteriors with their pairs
             self.labels_ = self.input_mixture_.probabilities.argmax(-1)
-        else:
-            self.labels_ = self._probabilities(x).argmax(-1)
+        else:  # the kept model's clusters, found by _train
+            self.labels_ = self.start_labels_[self.start_]
         empty = np.flatnonzero(np.bincount(self.labels_, minlength=self.n_clusters_) == 0)
         if len(empty):
             warnings.warn(
@@ -520,11 +521,12 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         num_clusters: int,
         seed: int,
         pretrained: DCGMM | None,
-        input_gmm: GaussianMixture | None = None,
+        input_clusters: np.ndarray | None = None,
     ) -> DCGMM:
         """The library calls of the runner's recipe (:func:`dcgmm_tf.recipe.train_dcgmm`) on scaled ``x``, on the
         autoencoder of ``pretrained`` (a model of any K pretrained on ``x``) or a new pretraining when None; with
-        ``input_start``, a second fit from the clusters of ``input_gmm`` (:func:`dcgmm_tf.starts.input_gmm`)."""
+        ``input_start``, a second fit from ``input_clusters``, the samples' clusters under
+        :func:`dcgmm_tf.starts.input_gmm`."""
         if pretrained is None:
             model = self._pretrained(x, num_clusters, seed)
         else:
@@ -538,7 +540,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.start_labels_ = {"embedding": model.cluster_probabilities(x).argmax(-1)}
         if second:
             self.fit_losses_["embedding"] = recipe.fit_loss(model, x, constraints)
-            history = self._fit(other, x, constraints, seed, self.schedule_, input_gmm.predict(x))
+            history = self._fit(other, x, constraints, seed, self.schedule_, input_clusters)
             self.fit_losses_["input"] = recipe.fit_loss(other, x, constraints)
             self.start_labels_["input"] = other.cluster_probabilities(x).argmax(-1)
             if self.fit_losses_["input"] < self.fit_losses_["embedding"]:
@@ -599,16 +601,21 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             check_inputs=False,
         )
 
-    def _choose(self, x: np.ndarray, constraints: ConstraintSet, input_gmm: GaussianMixture | None) -> None:
-        """Sets ``chosen_``, ``mixture_scores_`` and ``input_mixture_`` (see ``input_fallback``)."""
+    def _choose(
+        self,
+        x: np.ndarray,
+        constraints: ConstraintSet,
+        input_gmm: GaussianMixture | None,
+        input_clusters: np.ndarray | None,
+    ) -> None:
+        """Sets ``chosen_``, ``mixture_scores_`` and ``input_mixture_`` (see ``input_fallback``): the kept deep
+        model's clusters (``start_labels_[start_]``) against ``input_clusters``, those of ``input_gmm``."""
         self.chosen_, self.mixture_scores_, self.input_mixture_ = "deep", {}, None
         if not self.input_fallback or input_gmm is None or self.likelihood_ != "gaussian":
             return
         kind, k = input_gmm.covariance_type, self.n_clusters_
-        deep = paired_mixture.mixture_of_clusters(
-            x, constraints, self.model_.cluster_probabilities(x).argmax(-1), k, kind
-        )
-        mixture = paired_mixture.mixture_of_clusters(x, constraints, input_gmm.predict(x), k, kind)
+        deep = paired_mixture.mixture_of_clusters(x, constraints, self.start_labels_[self.start_], k, kind)
+        mixture = paired_mixture.mixture_of_clusters(x, constraints, input_clusters, k, kind)
         self.mixture_scores_ = {"deep": deep.objective, "input": mixture.objective}
         self.input_mixture_ = mixture
         if mixture.objective > deep.objective:

@@ -115,6 +115,11 @@ def _chunks(num_rows: int) -> list[slice]:
     return [slice(start, min(num_rows, start + CHUNK)) for start in range(0, num_rows, CHUNK)]
 
 
+def assign(fitted: GaussianMixture | KMeans, x: np.ndarray) -> np.ndarray:
+    """The cluster of every row of ``x`` under a fitted GMM or k-means, ``CHUNK`` rows at a time."""
+    return np.concatenate([fitted.predict(x[rows]) for rows in _chunks(len(x))])
+
+
 def gmm_start(z: np.ndarray, num_clusters: int, seed: int = 0) -> ClusterStart:
     """The paper's start: a diagonal GMM with K components fitted to the embeddings."""
     z = _check_embeddings(z, num_clusters)
@@ -166,7 +171,7 @@ def kmeans_start(z: np.ndarray, num_clusters: int, seed: int = 0, min_variance: 
     """
     z = _check_embeddings(z, num_clusters)
     kmeans = KMeans(num_clusters, n_init=KMEANS_INITS, random_state=seed).fit(_fit_subset(z, seed))
-    assignments = np.concatenate([kmeans.predict(z[rows]) for rows in _chunks(len(z))])
+    assignments = assign(kmeans, z)
     means, variances = moment_match(z, assignments, num_clusters, min_variance)
     return ClusterStart(means, variances, assignments)
 

@@ -384,7 +384,9 @@ def test_a_cluster_left_empty_is_named_in_a_warning(monkeypatch):
         p[np.arange(len(x)), np.arange(len(x)) % 2] = 0.8
         return p
 
-    monkeypatch.setattr(DCGMMClustering, "_probabilities", two_of_three)
+    from dcgmm_tf.model import DCGMM
+
+    monkeypatch.setattr(DCGMM, "cluster_probabilities", two_of_three)
     with pytest.warns(UserWarning, match=r"clusters \[2\] of 3 hold no training sample"):
         est = DCGMMClustering(3, input_fallback=False, **TINY).fit(x)
     assert sorted(set(est.labels_)) == [0, 1]
