@@ -460,7 +460,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             self.n_clusters_ = int(self.n_clusters)
         input_gmm = None  # for the second start, and for the fallback where it applies (see _choose)
         if (self.input_start or self.input_fallback and self.likelihood_ == "gaussian") and self.n_clusters_ > 1:
-            input_gmm = starts.input_gmm(x, self.n_clusters_, seed, spread=self.scale_)
+            input_gmm = starts.input_gmm(x, self.n_clusters_, seed, spread=self.scale_, constraints=answers)
         input_clusters = None if input_gmm is None else starts.assign(input_gmm, x)
         self.model_ = self._train(x, constraints, self.n_clusters_, seed, pretrained, input_clusters)
         self.constraints_ = constraints

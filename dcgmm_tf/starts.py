@@ -128,13 +128,26 @@ def gmm_start(z: np.ndarray, num_clusters: int, seed: int = 0) -> ClusterStart:
 
 
 INPUT_GMM_INITS = 5  # the input-space start keeps the best of this many EM runs per covariance type
-FULL_COVARIANCE_FEATURES = 50  # ... and tries full covariances only for data of at most this many features
+# ... and tries full covariances where F^2 times the rows fitted is at most this (one EM step then costs about as
+# much as one of 50 features on FIT_SAMPLES rows): 100 features up to 25,000 rows, 50 up to FIT_SAMPLES
+FULL_COVARIANCE_COST = 50**2 * FIT_SAMPLES
 
 
-def input_gmm(x: np.ndarray, num_clusters: int, seed: int = 0, spread: np.ndarray | None = None) -> GaussianMixture:
-    """A GMM fitted in the input space: of a diagonal and (for at most ``FULL_COVARIANCE_FEATURES`` features) a
-    full-covariance GMM, each the best of ``INPUT_GMM_INITS`` EM runs, the one of lower BIC; fitted to at most
-    ``FIT_SAMPLES`` rows of ``x`` [N, F].
+def input_gmm(
+    x: np.ndarray,
+    num_clusters: int,
+    seed: int = 0,
+    spread: np.ndarray | None = None,
+    constraints: ConstraintSet | None = None,
+) -> GaussianMixture:
+    """A GMM fitted in the input space to at most ``FIT_SAMPLES`` rows of ``x`` [N, F]: a diagonal and (where
+    affordable, ``FULL_COVARIANCE_COST``) a full-covariance GMM, each the best of ``INPUT_GMM_INITS`` EM runs by
+    its BIC. Of the two, the one whose clusters agree with more of the answered ``constraints`` (summed
+    confidence) is returned; without pairs, or where both agree with as many, the one of lower BIC.
+
+    The pairs choose the covariance because the likelihood can prefer a model of the features' shape to one of the
+    classes: on tf-idf features a diagonal GMM has the better BIC and held-out likelihood, and clusters by the
+    documents' lengths, not their topics (docs/your-data.md).
 
     ``spread`` [F] (optional) is each feature's spread before ``x`` was scaled. When the features had unequal
     spreads, EM also starts, per covariance type, from k-means on the features at their original relative spread
@@ -142,20 +155,33 @@ def input_gmm(x: np.ndarray, num_clusters: int, seed: int = 0, spread: np.ndarra
     standardising removes); that run competes by BIC like the others."""
     x = _check_embeddings(np.asarray(x, np.float64), num_clusters)
     subset = _fit_subset(x, seed)
-    kinds = ("diag", "full") if x.shape[1] <= FULL_COVARIANCE_FEATURES else ("diag",)
-    fits = [
-        GaussianMixture(num_clusters, covariance_type=kind, n_init=INPUT_GMM_INITS, random_state=seed).fit(subset)
-        for kind in kinds
-    ]
+    kinds = ("diag", "full") if x.shape[1] ** 2 * len(subset) <= FULL_COVARIANCE_COST else ("diag",)
+    means = None
     if spread is not None and np.ptp(spread) > 1e-6 * np.max(spread):
         view = subset * (np.asarray(spread, np.float64) / np.mean(spread))
         groups = KMeans(num_clusters, n_init=KMEANS_INITS, random_state=seed).fit_predict(view)
         means = np.stack([subset[groups == k].mean(axis=0) for k in range(num_clusters)])
-        fits += [
-            GaussianMixture(num_clusters, covariance_type=kind, means_init=means, random_state=seed).fit(subset)
-            for kind in kinds
-        ]
-    return min(fits, key=lambda gmm: gmm.bic(subset))
+    best = []
+    for kind in kinds:
+        fits = [GaussianMixture(num_clusters, covariance_type=kind, n_init=INPUT_GMM_INITS, random_state=seed)]
+        if means is not None:
+            fits.append(GaussianMixture(num_clusters, covariance_type=kind, means_init=means, random_state=seed))
+        best.append(min((gmm.fit(subset) for gmm in fits), key=lambda gmm: gmm.bic(subset)))
+    by_bic = sorted(best, key=lambda gmm: gmm.bic(subset))
+    if constraints is None or not len(constraints):
+        return by_bic[0]
+    return max(by_bic, key=lambda gmm: pair_agreement(gmm, x, constraints))  # the first of the most agreement
+
+
+def pair_agreement(fitted: GaussianMixture | KMeans, x: np.ndarray, constraints: ConstraintSet) -> float:
+    """The summed confidence |W_ij| of the answered pairs whose samples' clusters under ``fitted`` agree with the
+    answer (same cluster for a must-link, different for a cannot-link); only the paired rows of ``x`` are
+    assigned."""
+    rows, inverse = np.unique(np.concatenate([constraints.i, constraints.j]), return_inverse=True)
+    clusters = assign(fitted, x[rows])[inverse]
+    same = clusters[: len(constraints)] == clusters[len(constraints) :]
+    agree = np.where(constraints.must_link_mask, same, ~same)
+    return float(np.abs(constraints.weight[agree]).astype(np.float64).sum())
 
 
 KMEANS_INITS = 10  # k-means runs from this many k-means++ seedings and keeps the one of least inertia

@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.mixture import GaussianMixture
 
 from dcgmm_tf import DCGMM, ConstraintSet, MLPDecoder, MLPEncoder, default_alpha, metrics
 from dcgmm_tf import starts as start_module
@@ -431,3 +432,55 @@ def test_input_gmm_also_starts_from_the_features_original_spread():
     assert both.bic(x) <= plain.bic(x)
     same = start_module.input_gmm(x, 2, seed=0, spread=np.full(11, 2.0))
     np.testing.assert_array_equal(same.means_, plain.means_)
+
+
+def _crossing_clusters() -> np.ndarray:
+    """Two long clusters crossing at an angle: a full covariance separates them, a diagonal one cannot."""
+    rng = np.random.default_rng(5)
+    line = rng.normal(size=(150, 1)) * np.array([[4.0, 0.0]]) + rng.normal(size=(150, 2)) * 0.3
+    turn = np.array([[np.cos(0.6), np.sin(0.6)], [-np.sin(0.6), np.cos(0.6)]])
+    return np.concatenate([line[:75] @ turn, line[75:] @ turn.T])
+
+
+def test_pair_agreement_sums_the_confidence_of_the_pairs_the_clusters_respect():
+    x = _crossing_clusters()
+    gmm = start_module.input_gmm(x, 2, seed=0)
+    rng = np.random.default_rng(1)
+    pairs = ConstraintSet(
+        rng.integers(150, size=40), rng.integers(150, size=40), rng.choice([-2.0, -0.5, 1.0], 40), 150
+    )
+    expected = np.abs(pairs.weight[pairs.satisfied(gmm.predict(x))]).sum()
+    assert start_module.pair_agreement(gmm, x, pairs) == pytest.approx(expected)
+    assert 0 < start_module.pair_agreement(gmm, x, pairs) < np.abs(pairs.weight).sum()
+
+
+def test_the_pairs_choose_the_input_gmms_covariance():
+    """Answered from the clusters of either covariance type, the pairs get that type back; without pairs the BIC
+    chooses."""
+    x = _crossing_clusters()
+    by_bic = start_module.input_gmm(x, 2, seed=0)
+    for kind in ("diag", "full"):
+        other = GaussianMixture(2, covariance_type=kind, n_init=start_module.INPUT_GMM_INITS, random_state=0).fit(x)
+        clusters = other.predict(x)
+        pairs = ConstraintSet.from_labels(clusters, 60, seed=0)
+        chosen = start_module.input_gmm(x, 2, seed=0, constraints=pairs)
+        assert chosen.covariance_type == kind
+        assert metrics.ari(clusters, chosen.predict(x)) == pytest.approx(1.0)
+    empty = start_module.input_gmm(x, 2, seed=0, constraints=ConstraintSet.empty(150))
+    np.testing.assert_array_equal(empty.means_, by_bic.means_)
+
+
+def test_full_covariances_are_tried_only_where_their_em_is_affordable(monkeypatch):
+    x = np.random.default_rng(0).normal(size=(200, 12))
+    assert start_module.input_gmm(x, 2, seed=0).covariance_type in ("diag", "full")
+    monkeypatch.setattr(start_module, "FULL_COVARIANCE_COST", 12**2 * 200 - 1)
+    fitted = []
+    real = start_module.GaussianMixture
+
+    def recording(*args, **kwargs):
+        fitted.append(kwargs["covariance_type"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(start_module, "GaussianMixture", recording)
+    assert start_module.input_gmm(x, 2, seed=0).covariance_type == "diag"
+    assert set(fitted) == {"diag"}

@@ -3,6 +3,7 @@
 The runner's core (``run_bench``) runs in the test's process; importing the module defines no flags.
 """
 
+import numpy as np
 import pandas as pd
 
 from experiments import your_data_bench as bench
@@ -38,3 +39,13 @@ def test_tiny_bench_writes_a_row_per_fit_and_resumes(tmp_path):
 
     bench.run_bench(tmp_path, [0], [30], tiny=True)  # every row is there: nothing is fitted again
     assert len(pd.read_csv(tmp_path / "results.csv")) == len(rows)
+
+
+def test_subspace_blobs_vary_in_a_few_directions_of_their_own():
+    x, y = bench.subspace_blobs(20, 7, rank=3)
+    again = bench.subspace_blobs(20, 7, rank=3)
+    np.testing.assert_array_equal(x, again[0])
+    assert x.shape == (len(y), 20) and np.bincount(y).min() >= 15
+    for label in np.unique(y):
+        spectrum = np.sort(np.linalg.eigvalsh(np.cov(x[y == label].T)))[::-1]
+        assert spectrum[2] > 4 * spectrum[3]  # three directions of its own, then the noise
