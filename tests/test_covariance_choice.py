@@ -1,0 +1,43 @@
+"""The covariance-choice study, in-process on iris."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.mixture import GaussianMixture
+
+from dcgmm_tf import ConstraintSet
+from dcgmm_tf.starts import INPUT_GMM_INITS
+from experiments import covariance_choice
+from experiments import your_data_bench as bench
+
+
+def test_rows_per_set_seed_and_covariance_type():
+    rows = pd.DataFrame(covariance_choice.covariance_rows(["iris"], [0], 30))
+    assert list(rows.covariance) == ["diag", "full"] and (rows.half == "tuning").all()
+    assert rows.ari.between(-1, 1).all() and np.isfinite(rows.heldout_loglik_per_sample).all()
+    assert rows.pairs_respected.between(0, 30).all() and rows.pairs_respected.max() > 15
+    x, y = bench.load_set("iris")
+    x = (x - x.mean(0)) / x.std(0)
+    diag = GaussianMixture(3, covariance_type="diag", n_init=INPUT_GMM_INITS, random_state=0).fit(x)
+    pairs = ConstraintSet.from_pairs(len(y), *bench.draw_pairs(y, 30, 0))
+    assert rows.pairs_respected[0] == pairs.satisfied(diag.predict(x)).sum()
+    assert rows.bic_per_sample[0] == pytest.approx(diag.bic(x) / len(x))
+
+
+def test_agreement_counts_the_criteria_that_prefer_the_better_type():
+    rows = pd.DataFrame(
+        {
+            "dataset": ["a", "a", "b", "b", "c", "c"],
+            "seed": 0,
+            "covariance": ["diag", "full"] * 3,
+            "ari": [0.2, 0.9, 0.8, 0.1, 0.5, 0.5],  # c: the same ARI, left out
+            "bic_per_sample": [1.0, 2.0, 1.0, 2.0, 0.0, 0.0],  # a wrong, b right
+            "heldout_loglik_per_sample": [0.0, 1.0, 1.0, 0.0, 0.0, 0.0],  # both right
+            "pairs_respected": [5, 5, 9, 3, 0, 0],  # a tie, b right
+        }
+    )
+    assert covariance_choice.agreement(rows) == {
+        "bic_per_sample": "1 of 2",
+        "heldout_loglik_per_sample": "2 of 2",
+        "pairs_respected": "1 of 2",
+    }
