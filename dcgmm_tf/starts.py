@@ -150,27 +150,46 @@ def input_gmm(
     documents' lengths, not their topics (docs/your-data.md).
 
     ``spread`` [F] (optional) is each feature's spread before ``x`` was scaled. When the features had unequal
-    spreads, EM also starts, per covariance type, from k-means on the features at their original relative spread
-    (k-means, unlike EM, depends on that scale: tf-idf components, say, carry their signal in the spread that
-    standardising removes); that run competes by BIC like the others."""
+    spreads, EM also runs, per covariance type, on the features at their original relative spread (the best of
+    ``INPUT_GMM_INITS`` runs, see :func:`_em_at_spread`), and that fit competes with the other by BIC. EM's
+    likelihood does not depend on the features' scale but its k-means start does: tf-idf components, say, carry
+    their signal in the spread that standardising removes."""
     x = _check_embeddings(np.asarray(x, np.float64), num_clusters)
     subset = _fit_subset(x, seed)
     kinds = ("diag", "full") if x.shape[1] ** 2 * len(subset) <= FULL_COVARIANCE_COST else ("diag",)
-    means = None
+    relative = None
     if spread is not None and np.ptp(spread) > 1e-6 * np.max(spread):
-        view = subset * (np.asarray(spread, np.float64) / np.mean(spread))
-        groups = KMeans(num_clusters, n_init=KMEANS_INITS, random_state=seed).fit_predict(view)
-        means = np.stack([subset[groups == k].mean(axis=0) for k in range(num_clusters)])
+        relative = np.asarray(spread, np.float64) / np.mean(spread)
     best = []
     for kind in kinds:
         fits = [GaussianMixture(num_clusters, covariance_type=kind, n_init=INPUT_GMM_INITS, random_state=seed)]
-        if means is not None:
-            fits.append(GaussianMixture(num_clusters, covariance_type=kind, means_init=means, random_state=seed))
-        best.append(min((gmm.fit(subset) for gmm in fits), key=lambda gmm: gmm.bic(subset)))
+        fits[0].fit(subset)
+        if relative is not None:
+            fits.append(_em_at_spread(subset, num_clusters, kind, seed, relative))
+        best.append(min(fits, key=lambda gmm: gmm.bic(subset)))
     by_bic = sorted(best, key=lambda gmm: gmm.bic(subset))
     if constraints is None or not len(constraints):
         return by_bic[0]
     return max(by_bic, key=lambda gmm: pair_agreement(gmm, x, constraints))  # the first of the most agreement
+
+
+def _em_at_spread(x: np.ndarray, num_clusters: int, kind: str, seed: int, relative: np.ndarray) -> GaussianMixture:
+    """A GMM of ``x`` [N, F] found by EM on ``x * relative`` (the best of ``INPUT_GMM_INITS`` runs), its weights,
+    means and precisions carried over to ``x``'s scale, where EM goes on from them to convergence."""
+    at_spread = GaussianMixture(num_clusters, covariance_type=kind, n_init=INPUT_GMM_INITS, random_state=seed)
+    at_spread.fit(x * relative)
+    if kind == "diag":
+        precisions = at_spread.precisions_ * relative**2
+    else:
+        precisions = at_spread.precisions_ * relative[None, :, None] * relative[None, None, :]
+    return GaussianMixture(
+        num_clusters,
+        covariance_type=kind,
+        weights_init=at_spread.weights_,
+        means_init=at_spread.means_ / relative,
+        precisions_init=precisions,
+        random_state=seed,
+    ).fit(x)
 
 
 def pair_agreement(fitted: GaussianMixture | KMeans, x: np.ndarray, constraints: ConstraintSet) -> float:
