@@ -140,20 +140,31 @@ def input_gmm(
     spread: np.ndarray | None = None,
     constraints: ConstraintSet | None = None,
 ) -> GaussianMixture:
-    """A GMM fitted in the input space to at most ``FIT_SAMPLES`` rows of ``x`` [N, F]: a diagonal and (where
-    affordable, ``FULL_COVARIANCE_COST``) a full-covariance GMM, each the best of ``INPUT_GMM_INITS`` EM runs by
-    its BIC. Of the two, the one whose clusters agree with more of the answered ``constraints`` (summed
-    confidence) is returned; without pairs, or where both agree with as many, the one of lower BIC.
+    """The GMM of :func:`input_gmm_fits` (one per covariance type) whose clusters agree with more of the answered
+    ``constraints`` (summed confidence, :func:`pair_agreement`); without pairs, or where they agree with as many,
+    the one of lower BIC.
 
-    The pairs choose the covariance because the likelihood can prefer a model of the features' shape to one of the
-    classes: on tf-idf features a diagonal GMM has the better BIC and held-out likelihood, and clusters by the
-    documents' lengths, not their topics (docs/your-data.md).
+    The pairs choose because the likelihood can prefer a model of the features' shape to one of the classes: on
+    tf-idf features a diagonal GMM can have the better BIC and held-out likelihood and cluster the documents by
+    their length, not their topic (docs/your-data.md)."""
+    fits = input_gmm_fits(x, num_clusters, seed, spread)
+    if constraints is None or not len(constraints):
+        return fits[0]
+    return max(fits, key=lambda gmm: pair_agreement(gmm, x, constraints))  # the first of the most agreement
+
+
+def input_gmm_fits(
+    x: np.ndarray, num_clusters: int, seed: int = 0, spread: np.ndarray | None = None
+) -> list[GaussianMixture]:
+    """GMMs fitted in the input space to at most ``FIT_SAMPLES`` rows of ``x`` [N, F], in the order of their BIC:
+    a diagonal one and, where affordable (``FULL_COVARIANCE_COST``), a full-covariance one, each the better BIC of
+    its EM runs (``INPUT_GMM_INITS``).
 
     ``spread`` [F] (optional) is each feature's spread before ``x`` was scaled. When the features had unequal
-    spreads, EM also runs, per covariance type, on the features at their original relative spread (the best of
-    ``INPUT_GMM_INITS`` runs, see :func:`_em_at_spread`), and that fit competes with the other by BIC. EM's
-    likelihood does not depend on the features' scale but its k-means start does: tf-idf components, say, carry
-    their signal in the spread that standardising removes."""
+    spreads, EM also runs, per covariance type, on the features at their original relative spread (see
+    :func:`_em_at_spread`), and that fit competes with the other by BIC. EM's likelihood does not depend on the
+    features' scale but its k-means start does: tf-idf components, say, carry their signal in the spread that
+    standardising removes."""
     x = _check_embeddings(np.asarray(x, np.float64), num_clusters)
     subset = _fit_subset(x, seed)
     kinds = ("diag", "full") if x.shape[1] ** 2 * len(subset) <= FULL_COVARIANCE_COST else ("diag",)
@@ -167,10 +178,7 @@ def input_gmm(
         if relative is not None:
             fits.append(_em_at_spread(subset, num_clusters, kind, seed, relative))
         best.append(min(fits, key=lambda gmm: gmm.bic(subset)))
-    by_bic = sorted(best, key=lambda gmm: gmm.bic(subset))
-    if constraints is None or not len(constraints):
-        return by_bic[0]
-    return max(by_bic, key=lambda gmm: pair_agreement(gmm, x, constraints))  # the first of the most agreement
+    return sorted(best, key=lambda gmm: gmm.bic(subset))
 
 
 def _em_at_spread(x: np.ndarray, num_clusters: int, kind: str, seed: int, relative: np.ndarray) -> GaussianMixture:

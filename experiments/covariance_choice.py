@@ -3,13 +3,13 @@ r"""Which covariance type of the input GMM finds the classes, and which criterio
     python -m experiments.covariance_choice --output_dir=docs/results/your_data_bench --seeds=0,1,2 --pairs=100
 
 For every set of the benchmark's tuning half that the estimator models with the Gaussian likelihood
-(:data:`SETS`; ``--datasets`` for others), every seed and both covariance types, a ``GaussianMixture`` with K
-components (``n_init`` as :func:`dcgmm_tf.starts.input_gmm`) is fitted to the set scaled as the estimator scales it,
-and one row records its ARI against the labels and three label-free criteria: the BIC per sample, the
-log-likelihood per sample on held-out folds (each fold scored by a GMM fitted to the others), and the summed
-confidence of ``--pairs`` random answered pairs (the benchmark's draw for that seed) that its clusters respect
-(:func:`dcgmm_tf.starts.pair_agreement`). The rows go to ``<output_dir>/covariance_choice.csv``; printed is, per
-criterion, on how many (set, seed) it prefers the type of the higher ARI.
+(:data:`SETS`; ``--datasets`` for others), every seed and both covariance types, the estimator's GMM of that type
+(:func:`dcgmm_tf.starts.input_gmm_fits`, on the set scaled as the estimator scales it) gets a row: its ARI against
+the labels and three label-free criteria, the BIC per sample, the log-likelihood per sample on held-out folds
+(each fold scored by the GMMs fitted to the others), and the summed confidence of ``--pairs`` random answered
+pairs (the benchmark's draw for that seed) that its clusters respect (:func:`dcgmm_tf.starts.pair_agreement`). The
+rows go to ``<output_dir>/covariance_choice.csv``; printed is, per criterion, on how many (set, seed) it prefers the
+type of the higher ARI.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from absl import app, flags, logging
-from sklearn.mixture import GaussianMixture
 
 from experiments import your_data_bench as bench
 
@@ -28,19 +27,12 @@ FLAGS = flags.FLAGS
 
 # The tuning half's sets with the Gaussian likelihood (fashion_2000's pixels are Bernoulli): the choice was made here.
 SETS = tuple(name for name, half in bench.HALVES.items() if half == "tuning" and name != "fashion_2000")
-KINDS = ("diag", "full")
 FOLDS = 5
 CRITERIA = {  # column -> whether a larger value is preferred
     "bic_per_sample": False,
     "heldout_loglik_per_sample": True,
     "pairs_respected": True,
 }
-
-
-def _gmm(x: np.ndarray, k: int, kind: str, seed: int) -> GaussianMixture:
-    from dcgmm_tf import starts
-
-    return GaussianMixture(k, covariance_type=kind, n_init=starts.INPUT_GMM_INITS, random_state=seed).fit(x)
 
 
 def covariance_rows(names: Sequence[str], seeds: Sequence[int], num_pairs: int) -> list[dict]:
@@ -63,25 +55,26 @@ def covariance_rows(names: Sequence[str], seeds: Sequence[int], num_pairs: int) 
         for seed in seeds:
             ml, cl = bench.draw_pairs(y, num_pairs, seed)
             pairs = ConstraintSet.from_pairs(len(x), ml=ml, cl=cl)
-            for kind in KINDS:
-                fitted = _gmm(x, k, kind, seed)
-                folds = KFold(FOLDS, shuffle=True, random_state=seed).split(x)
-                heldout = sum(_gmm(x[train], k, kind, seed).score(x[test]) * len(test) for train, test in folds)
-                heldout /= len(x)
+            fits = {gmm.covariance_type: gmm for gmm in starts.input_gmm_fits(x, k, seed, spread=scale)}
+            heldout = dict.fromkeys(fits, 0.0)
+            for train, test in KFold(FOLDS, shuffle=True, random_state=seed).split(x):
+                for gmm in starts.input_gmm_fits(x[train], k, seed, spread=scale):
+                    heldout[gmm.covariance_type] += gmm.score(x[test]) * len(test) / len(x)
+            for kind, gmm in fits.items():
                 rows.append(
                     {
                         "dataset": name,
                         "half": bench.HALVES[name],
                         "seed": seed,
                         "covariance": kind,
-                        "ari": float(adjusted_rand_score(y, fitted.predict(x))),
-                        "bic_per_sample": fitted.bic(x) / len(x),
-                        "heldout_loglik_per_sample": heldout,
+                        "ari": float(adjusted_rand_score(y, gmm.predict(x))),
+                        "bic_per_sample": gmm.bic(x) / len(x),
+                        "heldout_loglik_per_sample": heldout[kind],
                         "num_pairs": num_pairs,
-                        "pairs_respected": starts.pair_agreement(fitted, x, pairs) / np.abs(pairs.weight).max(),
+                        "pairs_respected": starts.pair_agreement(gmm, x, pairs) / np.abs(pairs.weight).max(),
                     }
                 )
-            logging.info("%s seed %d: %s", name, seed, rows[-2:])
+            logging.info("%s seed %d: %s", name, seed, rows[-len(fits) :])
     return rows
 
 
