@@ -32,13 +32,14 @@ def test_agreement_counts_the_criteria_that_prefer_the_better_type():
             "seed": 0,
             "covariance": ["diag", "full"] * 3,
             "ari": [0.2, 0.9, 0.8, 0.1, 0.5, 0.5],  # c: the same ARI, left out
-            "bic_per_sample": [1.0, 2.0, 1.0, 2.0, 0.0, 0.0],  # a wrong, b right
+            "bic_per_sample": [1.0, 2.0, 1.0, 2.0, 0.0, 0.0],
             "heldout_loglik_per_sample": [0.0, 1.0, 1.0, 0.0, 0.0, 0.0],  # both right
             "pairs_respected": [5, 5, 9, 3, 0, 0],  # a tie, b right
         }
     )
     assert covariance_choice.agreement(rows) == {
-        "bic_per_sample": "1 of 2",
-        "heldout_loglik_per_sample": "2 of 2",
-        "pairs_respected": "1 of 2",
+        "BIC": "1 of 2",  # a wrong, b right (lower is better)
+        "held-out likelihood": "2 of 2",
+        "pairs respected": "1 of 2",
+        "pairs respected, then BIC": "1 of 2",  # a's tie goes to the BIC, which is wrong there
     }
