@@ -204,11 +204,12 @@ def pair_agreement(fitted: GaussianMixture | KMeans, x: np.ndarray, constraints:
     """The summed confidence |W_ij| of the answered pairs whose samples' clusters under ``fitted`` agree with the
     answer (same cluster for a must-link, different for a cannot-link); only the paired rows of ``x`` are
     assigned."""
-    rows, inverse = np.unique(np.concatenate([constraints.i, constraints.j]), return_inverse=True)
-    clusters = assign(fitted, x[rows])[inverse]
-    same = clusters[: len(constraints)] == clusters[len(constraints) :]
-    agree = np.where(constraints.must_link_mask, same, ~same)
-    return float(np.abs(constraints.weight[agree]).astype(np.float64).sum())
+    if not len(constraints):
+        return 0.0
+    rows = np.unique(np.concatenate([constraints.i, constraints.j]))
+    clusters = np.full(constraints.num_samples, -1)  # the rows in no pair are never compared
+    clusters[rows] = assign(fitted, x[rows])
+    return float(np.abs(constraints.weight[constraints.satisfied(clusters)]).astype(np.float64).sum())
 
 
 KMEANS_INITS = 10  # k-means runs from this many k-means++ seedings and keeps the one of least inertia

@@ -454,6 +454,7 @@ def test_pair_agreement_sums_the_confidence_of_the_pairs_the_clusters_respect():
     expected = np.abs(pairs.weight[pairs.satisfied(gmm.predict(x))]).sum()
     assert start_module.pair_agreement(gmm, x, pairs) == pytest.approx(expected)
     assert 0 < start_module.pair_agreement(gmm, x, pairs) < np.abs(pairs.weight).sum()
+    assert start_module.pair_agreement(gmm, x, ConstraintSet.empty(150)) == 0.0
 
 
 def test_the_pairs_choose_the_input_gmms_covariance():
