@@ -73,12 +73,8 @@ HALVES = {
 }
 TINY_SETS = ("iris", "blobs_2d", "classification_3")  # --tiny: small sets, fast fits
 TINY_PARAMS = {"epochs": 2, "pretrain_epochs": 2, "choice_tuning_epochs": 1}  # --tiny: the estimator's settings
-UNSCALED = (
-    "digits",
-    "fashion_2000",
-    "docstrings",
-    "docstrings_tf",
-)  # images in [0, 1] and text features, kept as they are
+# Images in [0, 1] and text features, kept as they are.
+UNSCALED = ("digits", "fashion_2000", "docstrings", "docstrings_tf")
 ONE_START = "dcgmm_one_start"  # the estimator's fit from its first start alone: input_start=False
 DEEP = "dcgmm_deep"  # the deep model's clusters of that fit, whichever it chose: input_fallback=False
 INPUT = "dcgmm_input"  # the clusters of that fit's input-space mixture, whichever it chose
@@ -161,7 +157,7 @@ def student_t_blobs(dim: int, set_seed: int, df: float = 3.0) -> Data:
 
 def subspace_blobs(dim: int, set_seed: int, rank: int = 5) -> Data:
     """Clusters along subspaces: each cluster's samples vary mostly in ``rank`` random directions of its own (scaled
-    by its spread) plus isotropic noise of half its spread, about centres in a box a third the side of
+    by its spread) plus isotropic noise of half its spread, about centres in a box 0.35 times the side of
     :func:`blobs`'s, so that the clusters overlap in every single feature; drawn from ``set_seed`` alone."""
     rng = np.random.default_rng(set_seed)
     sizes, spreads = _blob_sizes(rng)
