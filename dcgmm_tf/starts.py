@@ -171,14 +171,14 @@ def input_gmm_fits(
     relative = None
     if spread is not None and np.ptp(spread) > 1e-6 * np.max(spread):
         relative = np.asarray(spread, np.float64) / np.mean(spread)
-    best = []
+    best = []  # (BIC, fit) of each covariance type's fit of lower BIC
     for kind in kinds:
         fits = [GaussianMixture(num_clusters, covariance_type=kind, n_init=INPUT_GMM_INITS, random_state=seed)]
         fits[0].fit(subset)
         if relative is not None:
             fits.append(_em_at_spread(subset, num_clusters, kind, seed, relative))
-        best.append(min(fits, key=lambda gmm: gmm.bic(subset)))
-    return sorted(best, key=lambda gmm: gmm.bic(subset))
+        best.append(min(((gmm.bic(subset), gmm) for gmm in fits), key=lambda scored: scored[0]))
+    return [gmm for _, gmm in sorted(best, key=lambda scored: scored[0])]
 
 
 def _em_at_spread(x: np.ndarray, num_clusters: int, kind: str, seed: int, relative: np.ndarray) -> GaussianMixture:
