@@ -2,6 +2,7 @@
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 import keras
 import numpy as np
@@ -123,20 +124,24 @@ def parsed_flags(argv: list[str]) -> Iterator[flags.FlagValues]:
         flags.FLAGS.unparse_flags()
 
 
-def recorded_em_starts(monkeypatch) -> list:
-    """The ``n_init`` of every call of ``starts.fit_latent_classes`` from now on, in order (the call runs as
-    before)."""
-    from dcgmm_tf import starts
-
+def recorded_keyword(monkeypatch, owner: Any, name: str, keyword: str) -> list:
+    """The ``keyword`` argument of every call of ``owner.name`` from now on, in order (the call runs as before)."""
     recorded = []
-    fit = starts.fit_latent_classes
+    call = getattr(owner, name)
 
     def recording(*args, **kwargs):
-        recorded.append(kwargs["n_init"])
-        return fit(*args, **kwargs)
+        recorded.append(kwargs[keyword])
+        return call(*args, **kwargs)
 
-    monkeypatch.setattr(starts, "fit_latent_classes", recording)
+    monkeypatch.setattr(owner, name, recording)
     return recorded
+
+
+def recorded_em_starts(monkeypatch) -> list:
+    """The ``n_init`` of every call of ``starts.fit_latent_classes`` from now on, in order."""
+    from dcgmm_tf import starts
+
+    return recorded_keyword(monkeypatch, starts, "fit_latent_classes", "n_init")
 
 
 # The older recipe's flags (docs/findings.md), with which the reference rows and older results rows were made:

@@ -21,7 +21,7 @@ from sklearn.utils import estimator_checks
 from dcgmm_tf import ConstraintSet, starts
 from dcgmm_tf.baselines import PCKMeans
 from dcgmm_tf.estimator import DCGMMClustering
-from tests.helpers import TINY, toy_data
+from tests.helpers import TINY, recorded_keyword, toy_data
 
 # PRETRAINED keeps one epoch of pretraining where the pretraining is part of what is tested.
 PRETRAINED = {**TINY, "pretrain_epochs": 1}
@@ -415,10 +415,9 @@ def test_the_input_mixture_gives_the_labels_where_it_scores_higher(monkeypatch):
     x, y = toy_data(120)
     ml = [(i, j) for i, j in zip(np.flatnonzero(y == 0)[:5], np.flatnonzero(y == 0)[5:10])]
     gaussian = {**TINY, "likelihood": "gaussian"}
-    answers = []  # the pairs that choose the input GMM's covariance: the user's, not those spread to neighbours
-    real = starts.input_gmm
-    monkeypatch.setattr(starts, "input_gmm", lambda *a, **kw: answers.append(kw["constraints"]) or real(*a, **kw))
-    est = DCGMMClustering(2, **gaussian).fit(x, ml=ml)
+    # the pairs that choose the input GMM's covariance: the user's, not those spread to neighbours
+    answers = recorded_keyword(monkeypatch, starts, "input_gmm", "constraints")
+    est = DCGMMClustering(2, **gaussian, spread_neighbours=2).fit(x, ml=ml)
     assert len(answers) == 1 and sorted(zip(answers[0].i, answers[0].j)) == sorted(ml)
     assert set(est.mixture_scores_) == {"deep", "input"}
     assert est.mixture_scores_[est.chosen_] == max(est.mixture_scores_.values())

@@ -21,7 +21,7 @@ from dcgmm_tf.starts import (
     merge_start,
     moment_match,
 )
-from tests.helpers import recorded_em_starts
+from tests.helpers import recorded_em_starts, recorded_keyword
 
 # Six tight blobs on a line; classes pair blobs that are NOT neighbours, so the geometry alone (a GMM with K = 3)
 # groups them wrongly and only the links can tell which blobs belong together.
@@ -477,13 +477,6 @@ def test_full_covariances_are_tried_only_where_their_em_is_affordable(monkeypatc
     x = np.random.default_rng(0).normal(size=(200, 12))
     assert start_module.input_gmm(x, 2, seed=0).covariance_type in ("diag", "full")
     monkeypatch.setattr(start_module, "FULL_COVARIANCE_COST", 12**2 * 200 - 1)
-    fitted = []
-    real = start_module.GaussianMixture
-
-    def recording(*args, **kwargs):
-        fitted.append(kwargs["covariance_type"])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(start_module, "GaussianMixture", recording)
+    fitted = recorded_keyword(monkeypatch, start_module, "GaussianMixture", "covariance_type")
     assert start_module.input_gmm(x, 2, seed=0).covariance_type == "diag"
     assert set(fitted) == {"diag"}
