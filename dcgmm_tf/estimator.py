@@ -39,6 +39,7 @@ MIN_PRETRAIN_STEPS = 600  # ... and pretrains for at least this many
 PAIR_TUNING_STEPS = 1200  # "auto" tuning with the pairs: about the runner's 5 epochs of Fashion-MNIST (1,175 steps)
 TABLE_FEATURES = 50  # hidden_units="auto": data of at most this many features get the small network ...
 TABLE_HIDDEN_UNITS = (64, 64)  # ... and the rest the paper's, made for 784 pixels
+FALLBACK_PAIR_SCALE = 3e-3  # input_fallback's score weighs the pairs at this fraction of their weight (1e4 -> 30)
 # The estimator's learning rate decays by the paper's staircase (x0.9 every fifth of the run), where the runner's
 # default is a cosine: the estimator's schedule was measured on small and tabular data with it (docs/your-data.md).
 LR_SCHEDULE = "staircase"
@@ -239,14 +240,15 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         of the two with the lower negative C-ELBO on the training data and pairs
         (:func:`dcgmm_tf.recipe.fit_loss`); False: the one fit from ``cluster_init``, the paper's way. Not the
         paper's; it doubles the training time (docs/your-data.md).
-      input_fallback: Also score the clustering of that input-space GMM (with the pairs) against the deep model's,
-        each by the Gaussian mixture of the scaled input it implies (:mod:`dcgmm_tf.paired_mixture`: one M-step
-        from its clusters, one E-step with the pairs, the C-ELBO's cluster and pair terms with the identity for
-        encoder); when the input's scores higher, ``labels_``, ``predict`` and ``predict_proba`` come from that
-        mixture and the fit warns (``chosen_`` is "input"; ``transform`` is still the deep embedding). Only for
-        data the estimator models with the Gaussian likelihood: a Gaussian mixture of pixel values in [0, 1] is
-        no rival to the Bernoulli decoder. False: always the deep model, the paper's way. Not the paper's
-        (docs/your-data.md).
+      input_fallback: Also score the clustering of that input-space GMM against the deep model's, each by the
+        Gaussian mixture of the scaled input it implies (:mod:`dcgmm_tf.paired_mixture`: one M-step from its
+        clusters, one E-step with the pairs, the C-ELBO's cluster and pair terms with the identity for encoder),
+        the pairs weighed at ``FALLBACK_PAIR_SCALE`` (3e-3) of their weight: the deep model was trained to hold
+        them and the GMM was not. When the input's scores higher, ``labels_``, ``predict`` and ``predict_proba``
+        come from that mixture and the fit warns (``chosen_`` is "input"; ``transform`` is still the deep
+        embedding). Only for data the estimator models with the Gaussian likelihood: a Gaussian mixture of pixel
+        values in [0, 1] is no rival to the Bernoulli decoder. False: always the deep model, the paper's way. Not
+        the paper's (docs/your-data.md).
       likelihood: Decoder likelihood, "auto", "bernoulli" or "gaussian"; "auto": Bernoulli when all of X is in
         [0, 1], else Gaussian.
       scaling: How X is brought to the likelihood's scale before the network sees it: "auto" (for the Bernoulli
@@ -277,7 +279,8 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
       mixture_scores_: With ``input_fallback`` and the Gaussian likelihood: the score of each clustering, "deep"
         and "input" (F per sample of :mod:`dcgmm_tf.paired_mixture`; higher is better), else empty.
       input_mixture_: With ``input_fallback`` and the Gaussian likelihood: the input-space mixture (a
-        :class:`dcgmm_tf.paired_mixture.PairedMixture` on the scaled input), else None.
+        :class:`dcgmm_tf.paired_mixture.PairedMixture` on the scaled input; its posteriors and F with the pairs at
+        their own weight), else None.
       likelihood_: The decoder likelihood used.
       hidden_units_: The widths of the encoder's hidden layers used.
       offset_, scale_: The scaling of the input, x -> (x - offset_) / scale_, shape (n_features,).
@@ -614,10 +617,13 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         if not self.input_fallback or input_gmm is None or self.likelihood_ != "gaussian":
             return
         kind, k = input_gmm.covariance_type, self.n_clusters_
-        deep = paired_mixture.mixture_of_clusters(x, constraints, self.start_labels_[self.start_], k, kind)
-        mixture = paired_mixture.mixture_of_clusters(x, constraints, input_clusters, k, kind)
+        # The pairs at FALLBACK_PAIR_SCALE of their weight: at full weight the score counts the training answers a
+        # clustering holds, which the deep model was trained to hold and the input GMM was not.
+        clusterings = {"deep": self.start_labels_[self.start_], "input": input_clusters}
+        scored = paired_mixture.score_clusterings(x, constraints, clusterings, k, kind, FALLBACK_PAIR_SCALE)
+        deep, mixture = scored["deep"], scored["input"]
         self.mixture_scores_ = {"deep": deep.objective, "input": mixture.objective}
-        self.input_mixture_ = mixture
+        self.input_mixture_ = mixture.with_pairs(x, constraints)  # its posteriors with the pairs as trained on
         if mixture.objective > deep.objective:
             self.chosen_ = "input"
             warnings.warn(

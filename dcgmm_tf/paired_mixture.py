@@ -52,6 +52,18 @@ class PairedMixture:
         """p(c | x) of new samples (which carry no pairs), [N, K]."""
         return np.exp(special.log_softmax(self.log_joint(x), axis=1))
 
+    def with_pairs(self, x: np.ndarray, constraints: ConstraintSet) -> PairedMixture:
+        """The same Gaussians with the training samples ``x``'s posteriors and F under other pairs: one E-step
+        from ``probabilities``."""
+        if constraints.num_samples != len(x) or len(x) != len(self.probabilities):
+            raise ValueError(
+                f"x ({len(x)} samples) and the pairs (over {constraints.num_samples}) must be the "
+                f"{len(self.probabilities)} training samples"
+            )
+        joint, pairs = self.log_joint(x), _pair_matrix(constraints)
+        q = e_step(joint, pairs, self.probabilities)
+        return dataclasses.replace(self, probabilities=q, objective=objective(joint, q, pairs))
+
 
 def log_joint(
     x: np.ndarray, weights: np.ndarray, means: np.ndarray, covariances: np.ndarray, covariance_type: str
@@ -181,3 +193,25 @@ def mixture_of_clusters(
     joint = log_joint(x, *params, covariance_type)
     q = e_step(joint, pairs, q)
     return PairedMixture(*params, covariance_type, q, objective(joint, q, pairs))
+
+
+def score_clusterings(
+    x: np.ndarray,
+    constraints: ConstraintSet,
+    clusterings: dict[str, np.ndarray],
+    num_clusters: int,
+    covariance_type: str,
+    pair_scale: float = 1.0,
+) -> dict[str, PairedMixture]:
+    """Each clustering's mixture (:func:`mixture_of_clusters`), with the pairs' weights times ``pair_scale`` in its
+    E-step and F, by name: a clustering trained to hold the pairs and one fitted without them compare fairly only
+    where the pairs weigh less than they did in training."""
+    if not (np.isfinite(pair_scale) and pair_scale >= 0):
+        raise ValueError(f"pair_scale must be a finite number >= 0, got {pair_scale!r}")
+    scaled = ConstraintSet.empty(constraints.num_samples)  # pair_scale 0: the data alone
+    if pair_scale > 0:
+        scaled = ConstraintSet(constraints.i, constraints.j, constraints.weight * pair_scale, constraints.num_samples)
+    return {
+        name: mixture_of_clusters(x, scaled, labels, num_clusters, covariance_type)
+        for name, labels in clusterings.items()
+    }

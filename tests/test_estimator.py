@@ -18,9 +18,9 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import MinMaxScaler
 from sklearn.utils import estimator_checks
 
-from dcgmm_tf import ConstraintSet, starts
+from dcgmm_tf import ConstraintSet, paired_mixture, starts
 from dcgmm_tf.baselines import PCKMeans
-from dcgmm_tf.estimator import DCGMMClustering
+from dcgmm_tf.estimator import FALLBACK_PAIR_SCALE, DCGMMClustering
 from tests.helpers import TINY, recorded_keyword, toy_data
 
 # PRETRAINED keeps one epoch of pretraining where the pretraining is part of what is tested.
@@ -421,6 +421,14 @@ def test_the_input_mixture_gives_the_labels_where_it_scores_higher(monkeypatch):
     assert len(answers) == 1 and sorted(zip(answers[0].i, answers[0].j)) == sorted(ml)
     assert set(est.mixture_scores_) == {"deep", "input"}
     assert est.mixture_scores_[est.chosen_] == max(est.mixture_scores_.values())
+    # The score weighs the pairs (those trained on, spread ones included) at FALLBACK_PAIR_SCALE of their weight.
+    xs, kind, pairs = est._scaled(x), est.input_mixture_.covariance_type, est.constraints_
+    assert len(pairs) > len(ml)
+    scored = ConstraintSet(pairs.i, pairs.j, pairs.weight * FALLBACK_PAIR_SCALE, len(x))
+    deep_labels = est.start_labels_[est.start_]
+    deep = paired_mixture.mixture_of_clusters(xs, scored, deep_labels, 2, kind)
+    assert est.mixture_scores_["deep"] == deep.objective
+    assert est.mixture_scores_["deep"] != paired_mixture.mixture_of_clusters(xs, pairs, deep_labels, 2, kind).objective
     with pytest.raises(ValueError, match="input_fallback must be True or False"):
         DCGMMClustering(2, **gaussian, input_fallback=1).fit(x)
     for off in (DCGMMClustering(2, input_fallback=False, **gaussian), DCGMMClustering(2, **TINY)):  # Bernoulli
@@ -437,7 +445,10 @@ def test_the_input_mixture_gives_the_labels_where_it_scores_higher(monkeypatch):
     assert est.chosen_ == "input" and est.mixture_scores_["input"] > est.mixture_scores_["deep"]
     np.testing.assert_array_equal(est.labels_, est.input_mixture_.probabilities.argmax(-1))
     np.testing.assert_array_equal(est.predict(x), est.input_mixture_.predict_proba(est._scaled(x)).argmax(-1))
-    assert adjusted_rand_score(y, est.labels_) > 0.9 and est.labels_[ml[0][0]] == est.labels_[ml[0][1]]
+    assert adjusted_rand_score(y, est.labels_) > 0.9
+    # the input mixture's posteriors follow the pairs at their own weight, not the score's
+    np.testing.assert_array_equal(est.labels_[[i for i, _ in ml]], est.labels_[[j for _, j in ml]])
+    assert est.input_mixture_.objective != est.mixture_scores_["input"]
 
 
 @pytest.mark.slow

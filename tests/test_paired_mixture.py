@@ -117,3 +117,42 @@ def test_mixture_of_clusters_checks_its_inputs():
         paired_mixture.mixture_of_clusters(x, no_pairs(5), y, 3, "diag")
     with pytest.raises(ValueError, match="finite"):
         paired_mixture.mixture_of_clusters(np.full_like(x, np.nan), no_pairs(len(x)), y, 3, "diag")
+
+
+def test_with_pairs_keeps_the_gaussians_and_takes_the_posteriors_of_other_pairs():
+    x, y = blobs(300)
+    broken = ConstraintSet(np.flatnonzero(y == 0)[:20], np.flatnonzero(y == 1)[:20], np.full(20, 1e4), len(x))
+    free = paired_mixture.mixture_of_clusters(x, no_pairs(len(x)), y, 3, "diag")
+    paired = free.with_pairs(x, broken)
+    np.testing.assert_array_equal(paired.means, free.means)
+    np.testing.assert_array_equal(paired.covariances, free.covariances)
+    alone, mended = free.probabilities.argmax(1), paired.probabilities.argmax(1)
+    assert np.sum(alone[broken.i] != alone[broken.j]) >= 10  # the mixture alone leaves most pairs apart ...
+    np.testing.assert_array_equal(mended[broken.i], mended[broken.j])  # ... the hard pairs join them
+    pairs = paired_mixture._pair_matrix(broken)
+    assert paired.objective == paired_mixture.objective(free.log_joint(x), paired.probabilities, pairs)
+    np.testing.assert_allclose(free.with_pairs(x, no_pairs(len(x))).probabilities, free.probabilities)
+    with pytest.raises(ValueError, match="must be the 300 training samples"):
+        free.with_pairs(x[:10], no_pairs(10))
+
+
+def test_score_clusterings_weighs_the_pairs_by_the_scale():
+    x, y = blobs(300)
+    broken = ConstraintSet(np.flatnonzero(y == 0)[:20], np.flatnonzero(y == 1)[:20], np.full(20, 1e4), len(x))
+    shuffled = np.random.default_rng(0).integers(0, 3, len(x))
+    clusterings = {"truth": y, "shuffled": shuffled}
+
+    def objectives(scale):
+        scored = paired_mixture.score_clusterings(x, broken, clusterings, 3, "diag", scale)
+        return {name: mixture.objective for name, mixture in scored.items()}
+
+    for name, labels in clusterings.items():
+        assert (
+            objectives(0.0)[name]
+            == paired_mixture.mixture_of_clusters(x, no_pairs(len(x)), labels, 3, "diag").objective
+        )
+        assert objectives(1.0)[name] == paired_mixture.mixture_of_clusters(x, broken, labels, 3, "diag").objective
+    weighed = ConstraintSet(broken.i, broken.j, broken.weight * 3e-3, len(x))
+    assert objectives(3e-3)["truth"] == paired_mixture.mixture_of_clusters(x, weighed, y, 3, "diag").objective
+    with pytest.raises(ValueError, match="pair_scale must be a finite number >= 0"):
+        objectives(-1.0)

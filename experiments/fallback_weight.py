@@ -1,0 +1,115 @@
+r"""How much the pairs should weigh in the score of the estimator's input fallback.
+
+    python -m experiments.fallback_weight --output_dir=docs/results/your_data_bench --seeds=0,1,2 --pairs=100,500
+
+For every set of the benchmark that the estimator models with the Gaussian likelihood (:data:`SETS`;
+``--datasets`` for fewer), every seed and every count of ``--pairs``, the estimator is fitted with its defaults and
+the benchmark's pairs for that seed, as ``experiments.your_data_bench`` fits it. Its two clusterings, the deep
+model's (``start_labels_[start_]``) and that of its input GMM (:func:`dcgmm_tf.starts.input_gmm`, fitted again), are
+then scored as the fallback scores them (:func:`dcgmm_tf.paired_mixture.score_clusterings`) with the pairs' weights
+times each of :data:`SCALES`, and the row records the ARI of what each scale returns. The rows go to
+``<output_dir>/fallback_weight.csv``; printed is the mean ARI per half, count of pairs and scale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+from absl import app, flags, logging
+
+from experiments import your_data_bench as bench
+
+if TYPE_CHECKING:
+    from dcgmm_tf.constraints import ConstraintSet
+
+FLAGS = flags.FLAGS
+
+# The benchmark's sets with the Gaussian likelihood: those of images in [0, 1] are Bernoulli, with no fallback.
+SETS = tuple(name for name in bench.HALVES if name not in ("digits", "fashion_2000"))
+# Scales of the pairs' weights in the score; for the estimator's sure answers (weight 1e4): 0, 1, 10, 30, ... 1e4.
+SCALES = (0.0, 1e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 1.0)
+
+
+def fallback_rows(
+    names: Sequence[str], seeds: Sequence[int], pair_counts: Sequence[int], params: dict | None = None
+) -> list[dict]:
+    """One row per set, seed and count of pairs (see the module's docstring); ``params`` go to the estimator."""
+    from dcgmm_tf import DCGMMClustering, starts
+    from dcgmm_tf.constraints import ConstraintSet
+
+    rows = []
+    for name in names:
+        data = bench.load_set(name)
+        if data is None:
+            continue
+        x, y = data
+        k = len(np.unique(y))
+        for num_pairs in pair_counts:
+            for seed in seeds:
+                ml, cl = bench.draw_pairs(y, num_pairs, seed)
+                est = DCGMMClustering(n_clusters=k, random_state=seed, **(params or {})).fit(x, ml=ml, cl=cl)
+                if est.likelihood_ != "gaussian":
+                    raise ValueError(f"{name} is modelled with the {est.likelihood_} likelihood: no fallback")
+                xs, answers = est._scaled(x), ConstraintSet.from_pairs(len(x), ml=ml, cl=cl)
+                gmm = starts.input_gmm(xs, k, seed, spread=est.scale_, constraints=answers)
+                clusterings = {"deep": est.start_labels_[est.start_], "input": starts.assign(gmm, xs)}
+                row = {"dataset": name, "half": bench.HALVES[name], "seed": seed, "num_pairs": num_pairs}
+                row.update(ari_by_scale(xs, y, est.constraints_, clusterings, gmm.covariance_type))
+                rows.append(row)
+                logging.info("%s", row)
+    return rows
+
+
+def ari_by_scale(
+    x: np.ndarray, y: np.ndarray, constraints: ConstraintSet, clusterings: dict[str, np.ndarray], covariance_type: str
+) -> dict[str, float]:
+    """The ARI of the deep model's clusters ("deep"), and of what the fallback returns with the pairs' weights times
+    each of :data:`SCALES` in its score, for the scaled input ``x`` [N, F], labels ``y`` and the pairs trained on."""
+    from sklearn.metrics import adjusted_rand_score
+
+    from dcgmm_tf import paired_mixture
+
+    k = len(np.unique(y))
+    row = {"deep": adjusted_rand_score(y, clusterings["deep"])}
+    for scale in SCALES:
+        scored = paired_mixture.score_clusterings(x, constraints, clusterings, k, covariance_type, scale)
+        labels = clusterings["deep"]
+        if scored["input"].objective > scored["deep"].objective:
+            labels = scored["input"].with_pairs(x, constraints).probabilities.argmax(-1)
+        row[f"scale {scale:g}"] = adjusted_rand_score(y, labels)
+    return row
+
+
+def mean_by_scale(rows: pd.DataFrame) -> pd.DataFrame:
+    """Mean ARI per half, count of pairs and scale (and of the deep model alone), with the number of fits."""
+    columns = ["deep", *(f"scale {scale:g}" for scale in SCALES)]
+    means = rows.groupby(["half", "num_pairs"])[columns].mean()
+    means.insert(0, "fits", rows.groupby(["half", "num_pairs"]).size())
+    return means
+
+
+def _define_flags() -> None:
+    flags.DEFINE_string("output_dir", "results/your_data_bench", "Folder of fallback_weight.csv.")
+    flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds of the pairs' draw and of the estimator.")
+    flags.DEFINE_list("pairs", ["100", "500"], "Counts of random pairs answered from the labels.")
+    flags.DEFINE_list("datasets", list(SETS), f"The sets, among {', '.join(SETS)}.")
+    flags.register_validator("datasets", lambda v: set(v) <= set(SETS), f"--datasets must be among {', '.join(SETS)}")
+
+
+def main(argv: list[str]) -> None:
+    del argv
+    counts = [int(count) for count in FLAGS.pairs]
+    rows = pd.DataFrame(fallback_rows(FLAGS.datasets, [int(s) for s in FLAGS.seeds], counts))
+    output_dir = Path(FLAGS.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    rows.to_csv(output_dir / "fallback_weight.csv", index=False)
+    print(mean_by_scale(rows).round(4).to_string())
+
+
+if __name__ == "__main__":
+    _define_flags()
+    app.run(main)
