@@ -13,7 +13,8 @@ sample's cluster taken as certain, so the clustering scored is the one returned;
 ``PRIOR_SAMPLES`` pseudo-sample of the data's variance, so that a cluster of one or a few samples does not narrow
 onto them and lift the score), then the E-step with the pairs (the posteriors of samples without pairs are the
 mixture's; those of samples in pairs a coordinate ascent, each the softmax of its log joint plus the pull of its
-partners' posteriors, sweep after sweep). Clusterings of the same data and pairs compare by the F of theirs.
+partners' posteriors, sweep after sweep). Clusterings of the same data and pairs compare by the F of theirs
+(:func:`score_clusterings`, which can weigh the pairs less).
 """
 
 from __future__ import annotations
@@ -203,9 +204,10 @@ def score_clusterings(
     covariance_type: str,
     pair_scale: float = 1.0,
 ) -> dict[str, PairedMixture]:
-    """Each clustering's mixture (:func:`mixture_of_clusters`), with the pairs' weights times ``pair_scale`` in its
-    E-step and F, by name: a clustering trained to hold the pairs and one fitted without them compare fairly only
-    where the pairs weigh less than they did in training."""
+    """Each clustering's mixture (:func:`mixture_of_clusters`), by name, with the pairs' weights times ``pair_scale``
+    in its E-step and F (0: the data alone). At their training weight the pairs' term mostly counts the training
+    answers a clustering holds, so a clustering trained to hold them and one fitted without them compare by more
+    than that only with the pairs weighed less."""
     if not (np.isfinite(pair_scale) and pair_scale >= 0):
         raise ValueError(f"pair_scale must be a finite number >= 0, got {pair_scale!r}")
     scaled = ConstraintSet.empty(constraints.num_samples)  # pair_scale 0: the data alone
