@@ -407,6 +407,7 @@ def test_the_kept_fit_is_the_start_of_lower_negative_elbo():
     np.testing.assert_array_equal(both.start_labels_["embedding"], one.start_labels_["embedding"])
 
 
+@pytest.mark.filterwarnings("ignore:a Gaussian mixture of the input:UserWarning")  # either choice is right at first
 def test_the_input_mixture_gives_the_labels_where_it_scores_higher(monkeypatch):
     from sklearn.metrics import adjusted_rand_score
 
