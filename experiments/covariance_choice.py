@@ -48,11 +48,7 @@ def covariance_rows(names: Sequence[str], seeds: Sequence[int], num_pairs: int) 
     from dcgmm_tf.estimator import input_scaling
 
     rows = []
-    for name in names:
-        data = bench.load_set(name)
-        if data is None:
-            continue
-        x, y = data
+    for name, (x, y) in bench.benchmark_sets(names).items():
         offset, scale = input_scaling(x, "gaussian")
         x, k = (x - offset) / scale, len(np.unique(y))
         for seed in seeds:

@@ -42,11 +42,7 @@ def fallback_rows(
     from dcgmm_tf.constraints import ConstraintSet
 
     rows = []
-    for name in names:
-        data = bench.load_set(name)
-        if data is None:
-            continue
-        x, y = data
+    for name, (x, y) in bench.benchmark_sets(names).items():
         k = len(np.unique(y))
         for num_pairs in pair_counts:
             for seed in seeds:

@@ -374,7 +374,7 @@ def load_set(name: str) -> Data | None:
 
 def benchmark_sets(names: Sequence[str] | None = None) -> dict[str, Data]:
     """The sets ``names`` (default: all of :data:`SETS`) that could be loaded, as :func:`load_set` gives them."""
-    loaded = {name: load_set(name) for name in (names or SETS)}
+    loaded = {name: load_set(name) for name in (SETS if names is None else names)}
     return {name: data for name, data in loaded.items() if data is not None}
 
 
