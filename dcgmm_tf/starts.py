@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 from scipy import linalg, sparse
@@ -131,6 +132,8 @@ INPUT_GMM_INITS = 5  # the input-space start keeps the best of this many EM runs
 # ... and tries full covariances where F^2 times the rows fitted is at most this (one EM step then costs about as
 # much as one of 50 features on FIT_SAMPLES rows): 100 features up to 25,000 rows, 50 up to FIT_SAMPLES
 FULL_COVARIANCE_COST = 50**2 * FIT_SAMPLES
+# EM's floor on each variance (scikit-learn's reg_covar), in units of the scaled features' variance, which is 1
+INPUT_GMM_COVARIANCE_FLOOR = 1e-6
 
 
 def input_gmm(
@@ -139,6 +142,7 @@ def input_gmm(
     seed: int = 0,
     spread: np.ndarray | None = None,
     constraints: ConstraintSet | None = None,
+    covariance_floor: float = INPUT_GMM_COVARIANCE_FLOOR,
 ) -> GaussianMixture:
     """The GMM of :func:`input_gmm_fits` (one per covariance type) whose clusters agree with more of the answered
     ``constraints`` (summed confidence, :func:`pair_agreement`); without pairs, or where they agree with as many,
@@ -147,14 +151,18 @@ def input_gmm(
     The pairs choose because the likelihood can prefer a model of the features' shape to one of the classes: on
     tf-idf features a diagonal GMM can have the better BIC and held-out likelihood and cluster the documents by
     their length, not their topic (docs/your-data.md)."""
-    fits = input_gmm_fits(x, num_clusters, seed, spread)
+    fits = input_gmm_fits(x, num_clusters, seed, spread, covariance_floor)
     if constraints is None or not len(constraints):
         return fits[0]
     return max(fits, key=lambda gmm: pair_agreement(gmm, x, constraints))  # the first of the most agreement
 
 
 def input_gmm_fits(
-    x: np.ndarray, num_clusters: int, seed: int = 0, spread: np.ndarray | None = None
+    x: np.ndarray,
+    num_clusters: int,
+    seed: int = 0,
+    spread: np.ndarray | None = None,
+    covariance_floor: float = INPUT_GMM_COVARIANCE_FLOOR,
 ) -> list[GaussianMixture]:
     """GMMs fitted in the input space to at most ``FIT_SAMPLES`` rows of ``x`` [N, F], in the order of their BIC:
     a diagonal one and, where affordable (``FULL_COVARIANCE_COST``), a full-covariance one, each the better BIC of
@@ -164,7 +172,12 @@ def input_gmm_fits(
     spreads, EM also runs, per covariance type, on the features at their original relative spread (see
     :func:`_em_at_spread`), and that fit competes with the other by BIC. EM's likelihood does not depend on the
     features' scale but its k-means start does: tf-idf components, say, carry their signal in the spread that
-    standardising removes."""
+    standardising removes.
+
+    ``covariance_floor`` is added to every variance in EM (scikit-learn's ``reg_covar``), here in units of the
+    scaled features' variance, so that the fit does not depend on the data's units as scikit-learn's fixed
+    ``reg_covar`` of the raw features does. Larger floors clustered the benchmark's tuning half worse
+    (docs/your-data.md)."""
     x = _check_embeddings(np.asarray(x, np.float64), num_clusters)
     subset = _fit_subset(x, seed)
     kinds = ("diag", "full") if x.shape[1] ** 2 * len(subset) <= FULL_COVARIANCE_COST else ("diag",)
@@ -173,30 +186,35 @@ def input_gmm_fits(
         relative = np.asarray(spread, np.float64) / np.mean(spread)
     best = []  # (BIC, fit) of each covariance type's fit of lower BIC
     for kind in kinds:
-        fits = [GaussianMixture(num_clusters, covariance_type=kind, n_init=INPUT_GMM_INITS, random_state=seed)]
-        fits[0].fit(subset)
+        fits = [_gmm(num_clusters, kind, seed, covariance_floor, n_init=INPUT_GMM_INITS).fit(subset)]
         if relative is not None:
-            fits.append(_em_at_spread(subset, num_clusters, kind, seed, relative))
+            fits.append(_em_at_spread(subset, num_clusters, kind, seed, relative, covariance_floor))
         best.append(min(((gmm.bic(subset), gmm) for gmm in fits), key=lambda scored: scored[0]))
     return [gmm for _, gmm in sorted(best, key=lambda scored: scored[0])]
 
 
-def _em_at_spread(x: np.ndarray, num_clusters: int, kind: str, seed: int, relative: np.ndarray) -> GaussianMixture:
+def _gmm(num_clusters: int, kind: str, seed: int, covariance_floor: float, **init: Any) -> GaussianMixture:
+    return GaussianMixture(num_clusters, covariance_type=kind, reg_covar=covariance_floor, random_state=seed, **init)
+
+
+def _em_at_spread(
+    x: np.ndarray, num_clusters: int, kind: str, seed: int, relative: np.ndarray, covariance_floor: float
+) -> GaussianMixture:
     """A GMM of ``x`` [N, F] found by EM on ``x * relative`` (the best of ``INPUT_GMM_INITS`` runs), its weights,
     means and precisions carried over to ``x``'s scale, where EM goes on from them to convergence."""
-    at_spread = GaussianMixture(num_clusters, covariance_type=kind, n_init=INPUT_GMM_INITS, random_state=seed)
-    at_spread.fit(x * relative)
+    at_spread = _gmm(num_clusters, kind, seed, covariance_floor, n_init=INPUT_GMM_INITS).fit(x * relative)
     if kind == "diag":
         precisions = at_spread.precisions_ * relative**2
     else:
         precisions = at_spread.precisions_ * relative[None, :, None] * relative[None, None, :]
-    return GaussianMixture(
+    return _gmm(
         num_clusters,
-        covariance_type=kind,
+        kind,
+        seed,
+        covariance_floor,
         weights_init=at_spread.weights_,
         means_init=at_spread.means_ / relative,
         precisions_init=precisions,
-        random_state=seed,
     ).fit(x)
 
 

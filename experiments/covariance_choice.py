@@ -25,8 +25,8 @@ from experiments import your_data_bench as bench
 
 FLAGS = flags.FLAGS
 
-# The tuning half's sets with the Gaussian likelihood (fashion_2000's pixels are Bernoulli): the choice was made here.
-SETS = tuple(name for name, half in bench.HALVES.items() if half == "tuning" and name != "fashion_2000")
+# The tuning half's sets with the Gaussian likelihood: the choice was made here.
+SETS = tuple(name for name in bench.GAUSSIAN_SETS if bench.HALVES[name] == "tuning")
 FOLDS = 5
 # criterion -> its key per fit, larger preferred (a tuple compares its second entry on a tie of the first); the last
 # is the estimator's rule (dcgmm_tf.starts.input_gmm)

@@ -28,8 +28,7 @@ if TYPE_CHECKING:
 
 FLAGS = flags.FLAGS
 
-# The benchmark's sets with the Gaussian likelihood: those of images in [0, 1] are Bernoulli, with no fallback.
-SETS = tuple(name for name in bench.HALVES if name not in ("digits", "fashion_2000"))
+SETS = bench.GAUSSIAN_SETS
 # Scales of the pairs' weights in the score; for the estimator's sure answers (weight 1e4): 0, 1, 10, 30, ... 1e4.
 SCALES = (0.0, 1e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 1.0)
 

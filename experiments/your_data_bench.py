@@ -75,6 +75,9 @@ TINY_SETS = ("iris", "blobs_2d", "classification_3")  # --tiny: small sets, fast
 TINY_PARAMS = {"epochs": 2, "pretrain_epochs": 2, "choice_tuning_epochs": 1}  # --tiny: the estimator's settings
 # Images in [0, 1] and text features, kept as they are.
 UNSCALED = ("digits", "fashion_2000", "docstrings", "docstrings_tf")
+# The sets the estimator models with the Gaussian likelihood (those of images in [0, 1] are Bernoulli): where its
+# input fallback applies.
+GAUSSIAN_SETS = tuple(name for name in HALVES if name not in ("digits", "fashion_2000"))
 ONE_START = "dcgmm_one_start"  # the estimator's fit from its first start alone: input_start=False
 DEEP = "dcgmm_deep"  # the deep model's clusters of that fit, whichever it chose: input_fallback=False
 INPUT = "dcgmm_input"  # the clusters of that fit's input-space mixture, whichever it chose

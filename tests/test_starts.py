@@ -480,3 +480,17 @@ def test_full_covariances_are_tried_only_where_their_em_is_affordable(monkeypatc
     fitted = recorded_keyword(monkeypatch, start_module, "GaussianMixture", "covariance_type")
     assert start_module.input_gmm(x, 2, seed=0).covariance_type == "diag"
     assert set(fitted) == {"diag"}
+
+
+def test_the_input_gmms_covariance_floor_reaches_every_em_run(monkeypatch):
+    """The floor is scikit-learn's reg_covar of every EM run, at the scaled features' and at their original spread;
+    the default is scikit-learn's own, and a floor far above the features' variance shows in the variances kept."""
+    x, spread = _crossing_clusters(), np.array([1.0, 3.0])
+    floors = recorded_keyword(monkeypatch, start_module, "GaussianMixture", "reg_covar")
+    start_module.input_gmm(x, 2, seed=0, spread=spread)
+    assert len(floors) == 6 and set(floors) == {GaussianMixture().reg_covar}  # 2 types x (scaled, spread, carried)
+    floors.clear()
+    wide = start_module.input_gmm(x, 2, seed=0, spread=spread, covariance_floor=100.0)
+    assert set(floors) == {100.0}
+    kept = wide.covariances_
+    assert (kept if wide.covariance_type == "diag" else np.diagonal(kept, axis1=1, axis2=2)).min() >= 100.0

@@ -1,0 +1,80 @@
+r"""How large a floor the input GMM should add to its variances: its clusters' ARI at each floor, on both halves.
+
+    python -m experiments.covariance_floor --output_dir=docs/results/your_data_bench --seeds=0,1,2
+
+For every set of the benchmark that the estimator models with the Gaussian likelihood
+(:data:`experiments.your_data_bench.GAUSSIAN_SETS`; ``--datasets`` for fewer), every seed and every floor of
+``--floors``, the estimator's input GMM without pairs (:func:`dcgmm_tf.starts.input_gmm` with that
+``covariance_floor``, on the set scaled as the estimator scales it) gets a row: the covariance type it chose and the
+ARI of its clusters against the labels. Without pairs this GMM is what the estimator returns wherever its fallback
+prefers the input. The floor is in units of the scaled features' variance; scikit-learn's ``GaussianMixture``, as
+the benchmark's baseline runs it, adds its fixed ``reg_covar`` (1e-6) to the variances of the features in their own
+units, a floor that changes with them. The rows go to ``<output_dir>/covariance_floor.csv``; printed is the mean
+ARI per half and floor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from absl import app, flags, logging
+
+from experiments import your_data_bench as bench
+
+FLAGS = flags.FLAGS
+
+FLOORS = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2)  # the first is the estimator's (starts.INPUT_GMM_COVARIANCE_FLOOR)
+
+
+def floor_rows(names: Sequence[str], seeds: Sequence[int], floors: Sequence[float] = FLOORS) -> list[dict]:
+    """One row per set, seed and floor (see the module's docstring)."""
+    from sklearn.metrics import adjusted_rand_score
+
+    from dcgmm_tf import starts
+    from dcgmm_tf.estimator import input_scaling
+
+    rows = []
+    for name, (x, y) in bench.benchmark_sets(names).items():
+        offset, scale = input_scaling(x, "gaussian")
+        x, k = (x - offset) / scale, len(np.unique(y))
+        for seed in seeds:
+            for floor in floors:
+                gmm = starts.input_gmm(x, k, seed, spread=scale, covariance_floor=floor)
+                row = {"dataset": name, "half": bench.HALVES[name], "seed": seed, "floor": floor}
+                row.update(covariance=gmm.covariance_type, ari=float(adjusted_rand_score(y, starts.assign(gmm, x))))
+                rows.append(row)
+                logging.info("%s", row)
+    return rows
+
+
+def mean_by_floor(rows: pd.DataFrame) -> pd.DataFrame:
+    """Mean ARI per half (rows) and floor (columns), over sets and seeds."""
+    return rows.pivot_table(index="half", columns="floor", values="ari", aggfunc="mean")
+
+
+def _define_flags() -> None:
+    sets = bench.GAUSSIAN_SETS
+    flags.DEFINE_string("output_dir", "results/your_data_bench", "Folder of covariance_floor.csv.")
+    flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds of the GMMs.")
+    flags.DEFINE_list("floors", [f"{floor:g}" for floor in FLOORS], "Floors on the scaled features' variances.")
+    flags.DEFINE_list("datasets", list(sets), f"The sets, among {', '.join(sets)}.")
+    flags.register_validator("datasets", lambda v: set(v) <= set(sets), f"--datasets must be among {', '.join(sets)}")
+
+
+def main(argv: list[str]) -> None:
+    del argv
+    floors = [float(floor) for floor in FLAGS.floors]
+    rows = pd.DataFrame(floor_rows(FLAGS.datasets, [int(s) for s in FLAGS.seeds], floors))
+    output_dir = Path(FLAGS.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    rows.to_csv(output_dir / "covariance_floor.csv", index=False)
+    print(rows.pivot_table(index="dataset", columns="floor", values="ari").round(3).to_string())
+    print(mean_by_floor(rows).round(4).to_string())
+
+
+if __name__ == "__main__":
+    _define_flags()
+    app.run(main)
