@@ -59,6 +59,7 @@ from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.constraints.confidence import flip_probability
 from dcgmm_tf.shims import EqualWeightGaussianMixture
 from dcgmm_tf.starts import link_metric
+from dcgmm_tf.validation import check_matrix
 
 if TYPE_CHECKING:
     from dcgmm_tf.model import DCGMM
@@ -259,9 +260,7 @@ def choose_num_clusters(
     mixture_class(weights)  # an unknown value is refused before any fold's work
     if rule not in CHOICE_RULES:
         raise ValueError(f"rule must be one of {CHOICE_RULES}, got {rule!r}")
-    z = np.asarray(z, np.float64)
-    if z.ndim != 2 or not np.isfinite(z).all():
-        raise ValueError(f"embeddings must be a finite [N, D] array, got shape {z.shape}")
+    z = check_matrix(z, "embeddings", np.float64)
     candidates = check_candidates(candidates, len(z))
     if folds < 2:
         raise ValueError(f"folds must be at least 2, got {folds}")

@@ -25,6 +25,7 @@ import numpy as np
 from scipy import linalg, sparse, special
 
 from dcgmm_tf.constraints import ConstraintSet
+from dcgmm_tf.validation import check_matrix
 
 COVARIANCE_TYPES = ("diag", "full")
 PRIOR_SAMPLES = 1.0  # the covariances' prior: this many pseudo-samples with the data's variance per feature
@@ -167,9 +168,7 @@ def objective(joint: np.ndarray, q: np.ndarray, pairs: sparse.csr_matrix) -> flo
 def _check(
     x: np.ndarray, labels: np.ndarray, num_clusters: int, constraints: ConstraintSet, covariance_type: str
 ) -> np.ndarray:
-    x = np.asarray(x)
-    if x.ndim != 2 or not np.all(np.isfinite(x)):
-        raise ValueError(f"x must be a finite [N, F] array, got shape {x.shape}")
+    x = check_matrix(x, "x")
     if labels.shape != (len(x),) or not np.issubdtype(labels.dtype, np.integer):
         raise ValueError(f"labels must be an integer array of shape ({len(x)},), got {labels.dtype} {labels.shape}")
     if len(labels) and (labels.min() < 0 or labels.max() >= num_clusters):

@@ -30,6 +30,7 @@ from sklearn.mixture import GaussianMixture
 
 from dcgmm_tf.config import LATENT_CLASS_STARTS, START_STRATEGIES
 from dcgmm_tf.constraints import ConstraintSet, flip_probability
+from dcgmm_tf.validation import check_matrix
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,9 +43,7 @@ class ClusterStart:
 
 
 def _check_embeddings(z: np.ndarray, num_clusters: int) -> np.ndarray:
-    z = np.asarray(z)
-    if z.ndim != 2 or not np.all(np.isfinite(z)):
-        raise ValueError(f"embeddings must be a finite [N, D] array, got shape {z.shape}")
+    z = check_matrix(z, "embeddings")
     if not 1 <= num_clusters <= len(z):
         raise ValueError(f"num_clusters must be in [1, N={len(z)}], got {num_clusters}")
     return z

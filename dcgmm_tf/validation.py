@@ -33,6 +33,18 @@ def aligned_float32(x: np.ndarray) -> np.ndarray:
     return aligned
 
 
+def check_matrix(x: Any, name: str, dtype: Any = None) -> np.ndarray:
+    """``x`` as an array (of ``dtype`` if given), refused unless it is a finite [N, F] matrix.
+
+    Raises:
+      ValueError: naming ``name`` and the shape.
+    """
+    array = np.asarray(x, dtype)
+    if array.ndim != 2 or not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must be a finite [N, F] array, got shape {array.shape}")
+    return array
+
+
 def check_data(
     x: Any,
     y: Any = None,

@@ -16,7 +16,7 @@ from absl import flags
 from dcgmm_tf import DCGMM, MLPDecoder, MLPEncoder, pretrain
 from dcgmm_tf.data import constrained_dataset, load_dataset
 from dcgmm_tf.pretraining import labelled_subset
-from dcgmm_tf.validation import check_data, exit_on_user_error
+from dcgmm_tf.validation import check_data, check_matrix, exit_on_user_error
 from tests.helpers import parsed_flags
 
 REPO = Path(__file__).resolve().parents[1]
@@ -247,3 +247,27 @@ def test_labelled_subset_draws_per_class_and_rejects_small_classes():
     np.testing.assert_array_equal(subset, labelled_subset(y, 3, seed=1))
     with pytest.raises(ValueError, match="class 2 has only 3"):
         labelled_subset(y, 4, seed=0)
+
+
+@pytest.mark.parametrize("bad", [np.zeros(4), np.zeros((2, 2, 2)), [[0.0, np.nan]], [[np.inf, 1.0]]])
+def test_check_matrix_refuses_all_but_a_finite_matrix(bad):
+    with pytest.raises(ValueError, match=r"z must be a finite \[N, F\] array, got shape"):
+        check_matrix(bad, "z")
+
+
+def test_check_matrix_returns_the_array_in_the_dtype_asked():
+    checked = check_matrix([[1, 2], [3, 4]], "z", np.float64)
+    assert checked.dtype == np.float64 and checked.shape == (2, 2)
+
+
+def test_the_mixtures_refuse_non_finite_input():
+    from dcgmm_tf import ConstraintSet, cluster_count, paired_mixture, starts
+
+    x = np.random.default_rng(0).normal(size=(40, 2))
+    x[3, 1] = np.nan
+    with pytest.raises(ValueError, match="embeddings must be a finite"):
+        starts.input_gmm(x, 2)
+    with pytest.raises(ValueError, match="embeddings must be a finite"):
+        cluster_count.choose_num_clusters(x, ConstraintSet.from_labels(np.arange(40) % 2, 20, seed=0), [2, 3])
+    with pytest.raises(ValueError, match="x must be a finite"):
+        paired_mixture.mixture_of_clusters(x, ConstraintSet.empty(40), np.arange(40) % 2, 2, "diag")
