@@ -658,6 +658,28 @@ def markdown_table(summary: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def half_means_table(summary: pd.DataFrame) -> str:
+    """A Markdown table of the mean ARI over each half's sets, per pair count, of the methods of
+    :func:`markdown_table`; each mean is over the sets with a ``dcgmm`` row at that count (k-means and the GMM, which
+    take no pairs, at 0 pairs)."""
+    methods = ("dcgmm", DEEP, ONE_START, "kmeans", "gmm", "pckmeans")
+    lines = [
+        "| half | pairs | sets | dcgmm | deep model | one start | kmeans | gmm | pckmeans |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for half in sorted(set(summary.half)):  # reporting, then tuning
+        part = summary[summary.half == half]
+        for count in sorted(set(part[part.method == "dcgmm"].num_pairs)):
+            names = list(part[(part.method == "dcgmm") & (part.num_pairs == count)].dataset)
+            means = []
+            for method in methods:
+                cells = [_cell(part, name, 0 if method in ("kmeans", "gmm") else count, method) for name in names]
+                values = [cell.ari_mean for cell in cells if cell is not None and not pd.isna(cell.ari_mean)]
+                means.append(f"{np.mean(values):.3f}" if len(values) == len(names) else "–")
+            lines.append(f"| {half} | {count} | {len(names)} | " + " | ".join(means) + " |")
+    return "\n".join(lines)
+
+
 def comparisons(summary: pd.DataFrame, half: str = "reporting") -> list[str]:
     """Lines on ``half``'s sets: without pairs, the share where dcgmm's mean ARI >= the best of k-means' and the
     GMM's - :data:`NEAR`, and the worst gap; with each pair count, the sets where dcgmm < pckmeans."""
@@ -699,8 +721,10 @@ def auto_k_lines(summary: pd.DataFrame) -> list[str]:
 
 
 def report(summary: pd.DataFrame) -> str:
-    """The Markdown table, the comparisons of the reporting half (then of the tuning half) and the auto-K lines."""
-    parts = [markdown_table(summary), "", *comparisons(summary, "reporting"), *comparisons(summary, "tuning")]
+    """The Markdown tables per set and per half, the comparisons of the reporting half (then of the tuning half) and
+    the auto-K lines."""
+    parts = [markdown_table(summary), "", half_means_table(summary), ""]
+    parts += [*comparisons(summary, "reporting"), *comparisons(summary, "tuning")]
     auto = auto_k_lines(summary)
     return "\n".join([*parts, *([""] + auto if auto else [])])
 

@@ -49,3 +49,27 @@ def test_subspace_blobs_vary_in_a_few_directions_of_their_own():
     for label in np.unique(y):
         spectrum = np.sort(np.linalg.eigvalsh(np.cov(x[y == label].T)))[::-1]
         assert spectrum[2] > 4 * spectrum[3]  # three directions of its own, then the noise
+
+
+def test_half_means_average_each_halfs_sets_per_pair_count():
+    rows = []
+    for name, half, base in (("a", "tuning", 0.2), ("b", "tuning", 0.4), ("c", "reporting", 0.9)):
+        for seed in (0, 1):
+            for count, method, ari in (
+                (0, "dcgmm", base),
+                (0, "kmeans", base - 0.1),
+                (0, "gmm", base + 0.1),
+                (50, "dcgmm", base + 0.2 + 0.1 * seed),  # seeds 0-1: mean base + 0.25
+                (50, "pckmeans", base),
+            ):
+                rows.append(
+                    {"dataset": name, "half": half, "n_classes": 2, "seed": seed, "num_pairs": count, "method": method}
+                    | {"ari": ari, "clusters_used": 2, "seconds": 1.0, "warnings": 0}
+                )
+    table = bench.half_means_table(bench.summarise(pd.DataFrame(rows))).splitlines()
+    assert table[2:] == [
+        "| reporting | 0 | 1 | 0.900 | – | – | 0.800 | 1.000 | – |",
+        "| reporting | 50 | 1 | 1.150 | – | – | 0.800 | 1.000 | 0.900 |",
+        "| tuning | 0 | 2 | 0.300 | – | – | 0.200 | 0.400 | – |",
+        "| tuning | 50 | 2 | 0.550 | – | – | 0.200 | 0.400 | 0.300 |",
+    ]
