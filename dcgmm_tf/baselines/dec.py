@@ -30,7 +30,7 @@ from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.data.pipeline import padded_rows, prefetch_without_autotune
 
 
-def student_t_log_assignments(z, centers, alpha: float = 1.0):
+def student_t_log_assignments(z: tf.Tensor, centers: tf.Tensor, alpha: float = 1.0) -> tf.Tensor:
     """``log q_ik`` with ``q_ik`` proportional to ``(1 + ||z_i - mu_k||^2 / alpha)^(-(alpha + 1) / 2)``."""
     squared = ops.sum(ops.square(ops.expand_dims(z, 1) - ops.expand_dims(centers, 0)), axis=-1)
     return ops.log_softmax(-(alpha + 1.0) / 2.0 * ops.log1p(squared / alpha), axis=-1)
@@ -43,7 +43,7 @@ def target_distribution(q: np.ndarray) -> np.ndarray:
     return (weight / weight.sum(axis=1, keepdims=True)).astype(np.float32)
 
 
-def clustering_kl(p, log_q):
+def clustering_kl(p: tf.Tensor | np.ndarray, log_q: tf.Tensor) -> tf.Tensor:
     """``KL(P || Q)`` averaged over the rows; ``p`` is a constant target (terms with ``p = 0`` are 0)."""
     p = ops.convert_to_tensor(p, dtype=log_q.dtype)
     positive = p > 0
@@ -51,18 +51,18 @@ def clustering_kl(p, log_q):
     return ops.mean(ops.sum(ops.where(positive, p * (log_p - log_q), ops.zeros_like(p)), axis=-1))
 
 
-def pairwise_distance_loss(z_i, z_j, sign):
+def pairwise_distance_loss(z_i: tf.Tensor, z_j: tf.Tensor, sign: tf.Tensor | np.ndarray) -> tf.Tensor:
     """SDEC's ``sum_pairs sign * ||z_i - z_j||^2 / n_pairs`` (``sign`` +1 for must-links, -1 for cannot-links)."""
     sign = ops.convert_to_tensor(sign, dtype=z_i.dtype)
     return ops.mean(sign * ops.sum(ops.square(z_i - z_j), axis=-1))
 
 
-def log_same_cluster(log_q_i, log_q_j):
+def log_same_cluster(log_q_i: tf.Tensor, log_q_j: tf.Tensor) -> tf.Tensor:
     """``log sum_k q_ik q_jk``: the log-probability that two samples fall in the same cluster."""
     return ops.logsumexp(log_q_i + log_q_j, axis=-1)
 
 
-def log_different_cluster(log_q_i, log_q_j):
+def log_different_cluster(log_q_i: tf.Tensor, log_q_j: tf.Tensor) -> tf.Tensor:
     """``log(1 - sum_k q_ik q_jk)`` computed as ``logsumexp_k(log q_ik + logsumexp_{l != k} log q_jl)``."""
     num_clusters = log_q_j.shape[-1]
     diagonal = ops.cast(ops.eye(num_clusters), "bool")
@@ -70,12 +70,12 @@ def log_different_cluster(log_q_i, log_q_j):
     return ops.logsumexp(log_q_i + ops.logsumexp(others, axis=-1), axis=-1)
 
 
-def must_link_loss(log_q_i, log_q_j):
+def must_link_loss(log_q_i: tf.Tensor, log_q_j: tf.Tensor) -> tf.Tensor:
     """C-IDEC's must-link loss ``mean(-log sum_k q_ik q_jk)``."""
     return -ops.mean(log_same_cluster(log_q_i, log_q_j))
 
 
-def cannot_link_loss(log_q_i, log_q_j):
+def cannot_link_loss(log_q_i: tf.Tensor, log_q_j: tf.Tensor) -> tf.Tensor:
     """C-IDEC's cannot-link loss ``mean(-log(1 - sum_k q_ik q_jk))``."""
     return -ops.mean(log_different_cluster(log_q_i, log_q_j))
 

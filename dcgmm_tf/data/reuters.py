@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pickle
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -66,11 +67,11 @@ def read_idf_file(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
 def build_from_rcv1(
     features: sparse.spmatrix,
     topics: sparse.spmatrix,
-    topic_names,
+    topic_names: Sequence[str] | np.ndarray,
     num_documents: int = NUM_DOCUMENTS,
     num_words: int = NUM_WORDS,
     seed: int = 0,
-):
+) -> tuple[np.ndarray, np.ndarray]:
     """The Reuters-10k construction applied to RCV1 as `sklearn.datasets.fetch_rcv1` returns it.
 
     Keeps the documents with exactly one of the 4 root categories, the `num_words` terms present in most

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def random_split(x: np.ndarray, y: np.ndarray, test_fraction: float = 0.2, seed: int = 0):
+def random_split(
+    x: np.ndarray, y: np.ndarray, test_fraction: float = 0.2, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(x_train, y_train, x_test, y_test), with round(test_fraction * N) test samples (at least 1 of each)."""
     if len(x) != len(y) or len(x) < 2:
         raise ValueError(f"need at least 2 samples with one label each, got {len(x)} and {len(y)}")
