@@ -25,6 +25,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from absl import app, flags
 
@@ -33,6 +34,9 @@ from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.validation import exit_on_user_error
 from experiments import run
 from experiments.config_flags import config_from_flags, define_flags
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FLAGS = flags.FLAGS
 define_flags(ActiveSchedule)
@@ -73,7 +77,7 @@ def answers_path(output_dir: Path, strategy: str, seed: int, settings: dict[str,
 
 def curves(
     config: RunConfig, runtime: RuntimeConfig, schedule: ActiveSchedule, strategies: Sequence[str], runs: int = 1
-):
+) -> pd.DataFrame:
     """The curves of ``strategies`` for seeds ``config.seed`` .. + ``runs`` - 1 into ``<output_dir>/curves.csv``
     (finished curves of the same settings are skipped), ``curves.png`` and the answered pairs of each curve
     (:func:`answers_path`); returns every curve of these settings."""

@@ -12,6 +12,7 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,9 @@ from dcgmm_tf.config import METHODS, RunConfig, RuntimeConfig
 from dcgmm_tf.data import DataSplits
 from dcgmm_tf.recipe import model_inputs, run_dir_of, subsets
 from experiments import plots, results, run
+
+if TYPE_CHECKING:
+    import keras
 
 FLAGS = flags.FLAGS
 METRIC_LABELS = {"ari": "ARI", "acc": "Accuracy", "nmi": "NMI"}
@@ -139,7 +143,7 @@ def image_grid(images: np.ndarray) -> np.ndarray:
     return images.transpose(0, 2, 1, 3, 4).reshape(rows * h, cols * w, c)
 
 
-def trained_model(config: RunConfig, data: DataSplits, runtime: RuntimeConfig):
+def trained_model(config: RunConfig, data: DataSplits, runtime: RuntimeConfig) -> keras.Model:
     """The model that `sweep` trained (and saved) for ``config``, loaded for inference."""
     return load_model(
         run_dir_of(config, data.name, runtime) / "model.keras",
@@ -148,7 +152,7 @@ def trained_model(config: RunConfig, data: DataSplits, runtime: RuntimeConfig):
     )
 
 
-def load_model(path: str | Path, remedy: str):
+def load_model(path: str | Path, remedy: str) -> keras.Model:
     """A saved model for inference, checked against its checksum; ``FileNotFoundError`` or ``ValueError`` naming
     the file, what is wrong and ``remedy`` when it is missing, damaged or unreadable."""
     import keras

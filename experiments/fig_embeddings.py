@@ -47,6 +47,8 @@ def project(model, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def plot(frame: pd.DataFrame, scores: pd.DataFrame, path: Path, title: str) -> None:
+    """One scatter panel per method of ``frame``'s embedding projections (columns pc1, pc2, label, method), coloured
+    by label and titled with that method's last scores, saved to ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")

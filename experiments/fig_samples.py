@@ -60,6 +60,8 @@ def generate(model, clusters: np.ndarray, samples_per_cluster: int, image_shape,
 
 
 def plot(images: np.ndarray, table: pd.DataFrame, path: Path, title: str) -> None:
+    """A grid of ``images`` [K, 1 + samples, H, W, C], one row per cluster (its mean first, then its samples),
+    each row named by ``table``'s cluster, matched label and purity, saved to ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from absl import app, flags
 
@@ -26,6 +27,9 @@ from dcgmm_tf.validation import exit_on_user_error
 from experiments import active as _schedule_flags  # noqa: F401 (the schedule's flags and --strategies)
 from experiments import run
 from experiments.config_flags import config_from_flags
+
+if TYPE_CHECKING:
+    from dcgmm_tf.labelling import LabellingSession
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("label_dir", None, "Folder of the questions, the answers (answers.csv) and the model's weights.")
@@ -48,7 +52,7 @@ def open_session(
     folder: str,
     typical: int = 8,
     image_shape: tuple[int, ...] | None = None,
-):
+) -> LabellingSession:
     """The labelling session of ``config`` in ``folder`` (the data loaded here, the folder read back); the samples
     are drawn as images of ``image_shape`` or of the shape :func:`dcgmm_tf.data.dataset.with_image_shape` finds."""
     from dcgmm_tf.data import load_dataset

@@ -25,6 +25,8 @@ from experiments import results
 from experiments.config_flags import config_from_flags, define_flags
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from dcgmm_tf.data import DataSplits
     from dcgmm_tf.records import RunResult
 
@@ -49,7 +51,7 @@ def configs(flag_values: flags.FlagValues) -> tuple[RunConfig, RuntimeConfig]:
     return config_from_flags(RunConfig, flag_values, **protocol), config_from_flags(RuntimeConfig, flag_values)
 
 
-def run(config: RunConfig, runtime: RuntimeConfig, runs: int = 1):
+def run(config: RunConfig, runtime: RuntimeConfig, runs: int = 1) -> pd.DataFrame:
     """Runs seeds ``config.seed`` .. + ``runs`` - 1 into ``<output_dir>/results.csv`` (finished ones are skipped),
     writes ``summary.csv`` beside it and returns the summary. Process-wide settings (threads, determinism)
     are ``main``'s: see ``dcgmm_tf.runtime.configure``."""
