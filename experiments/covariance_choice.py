@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from absl import app, flags, logging
 
+from experiments import results
 from experiments import your_data_bench as bench
 
 FLAGS = flags.FLAGS
@@ -96,18 +97,13 @@ def _define_flags() -> None:
     flags.DEFINE_string("output_dir", "results/your_data_bench", "Folder of covariance_choice.csv.")
     flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds of the pairs' draw and of the GMMs.")
     flags.DEFINE_integer("pairs", 100, "Random pairs answered from the labels.", lower_bound=1)
-    flags.DEFINE_list("datasets", list(SETS), f"The sets, among {', '.join(bench.SETS)}.")
-    flags.register_validator(
-        "datasets", lambda v: set(v) <= set(bench.SETS), f"--datasets must be among {', '.join(bench.SETS)}"
-    )
+    bench.define_sets_flag(bench.SETS, SETS, "The sets")
 
 
 def main(argv: list[str]) -> None:
     del argv
     rows = pd.DataFrame(covariance_rows(FLAGS.datasets, [int(s) for s in FLAGS.seeds], FLAGS.pairs))
-    output_dir = Path(FLAGS.output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    rows.to_csv(output_dir / "covariance_choice.csv", index=False)
+    results.write_csv_atomically(rows, Path(FLAGS.output_dir) / "covariance_choice.csv")
     print(rows.round(3).to_string(index=False))
     for column, count in agreement(rows).items():
         print(f"{column} prefers the covariance type of the higher ARI on {count}")

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from absl import app, flags, logging
 
+from experiments import results
 from experiments import your_data_bench as bench
 
 FLAGS = flags.FLAGS
@@ -56,21 +57,17 @@ def mean_by_floor(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _define_flags() -> None:
-    sets = bench.GAUSSIAN_SETS
     flags.DEFINE_string("output_dir", "results/your_data_bench", "Folder of covariance_floor.csv.")
     flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds of the GMMs.")
     flags.DEFINE_list("floors", [f"{floor:g}" for floor in FLOORS], "Floors on the scaled features' variances.")
-    flags.DEFINE_list("datasets", list(sets), f"The sets, among {', '.join(sets)}.")
-    flags.register_validator("datasets", lambda v: set(v) <= set(sets), f"--datasets must be among {', '.join(sets)}")
+    bench.define_sets_flag(bench.GAUSSIAN_SETS, bench.GAUSSIAN_SETS, "The sets")
 
 
 def main(argv: list[str]) -> None:
     del argv
     floors = [float(floor) for floor in FLAGS.floors]
     rows = pd.DataFrame(floor_rows(FLAGS.datasets, [int(s) for s in FLAGS.seeds], floors))
-    output_dir = Path(FLAGS.output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    rows.to_csv(output_dir / "covariance_floor.csv", index=False)
+    results.write_csv_atomically(rows, Path(FLAGS.output_dir) / "covariance_floor.csv")
     print(rows.pivot_table(index="dataset", columns="floor", values="ari").round(3).to_string())
     print(mean_by_floor(rows).round(4).to_string())
 

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from absl import app, flags, logging
 
+from experiments import results
 from experiments import your_data_bench as bench
 
 if TYPE_CHECKING:
@@ -91,17 +92,14 @@ def _define_flags() -> None:
     flags.DEFINE_string("output_dir", "results/your_data_bench", "Folder of fallback_weight.csv.")
     flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds of the pairs' draw and of the estimator.")
     flags.DEFINE_list("pairs", ["100", "500"], "Counts of random pairs answered from the labels.")
-    flags.DEFINE_list("datasets", list(SETS), f"The sets, among {', '.join(SETS)}.")
-    flags.register_validator("datasets", lambda v: set(v) <= set(SETS), f"--datasets must be among {', '.join(SETS)}")
+    bench.define_sets_flag(SETS, SETS, "The sets")
 
 
 def main(argv: list[str]) -> None:
     del argv
     counts = [int(count) for count in FLAGS.pairs]
     rows = pd.DataFrame(fallback_rows(FLAGS.datasets, [int(s) for s in FLAGS.seeds], counts))
-    output_dir = Path(FLAGS.output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    rows.to_csv(output_dir / "fallback_weight.csv", index=False)
+    results.write_csv_atomically(rows, Path(FLAGS.output_dir) / "fallback_weight.csv")
     print(mean_by_scale(rows).round(4).to_string())
 
 

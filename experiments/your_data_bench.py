@@ -732,6 +732,15 @@ def report(summary: pd.DataFrame) -> str:
 # --- the command line --------------------------------------------------------------------------------------------
 
 
+def define_sets_flag(choices: Sequence[str], default: Sequence[str], help_text: str) -> None:
+    """``--datasets``: names among ``choices`` (any other refused), ``default`` when not given; for this runner and
+    the studies of its sets."""
+    flags.DEFINE_list("datasets", list(default), f"{help_text}: {', '.join(choices)}.")
+    flags.register_validator(
+        "datasets", lambda v: set(v) <= set(choices), f"--datasets must be among {', '.join(choices)}"
+    )
+
+
 def _define_flags() -> None:
     """The runner's flags, defined when it runs as a program (importing the module, as the tests do, defines none:
     ``--output_dir`` would clash with the other runners' in one process)."""
@@ -740,12 +749,11 @@ def _define_flags() -> None:
     flags.DEFINE_list("pairs", ["0", "100", "500"], "Counts of random pairs answered from the labels (0: none).")
     flags.DEFINE_bool("auto_k", False, "Also fit n_clusters='auto' at the largest pair count (method dcgmm_auto).")
     flags.DEFINE_bool("tiny", False, f"A quick run: sets {', '.join(TINY_SETS)}, the first seed, {TINY_PARAMS}.")
-    flags.DEFINE_list("datasets", [], f"The sets to run (default: all, or the tiny ones): {', '.join(SETS)}.")
+    define_sets_flag(SETS, [], "The sets to run (default: all, or the tiny ones)")
     for name in ("seeds", "pairs"):
         flags.register_validator(
             name, lambda v: bool(v) and all(s.isdigit() for s in v), f"--{name} must be non-negative integers"
         )
-    flags.register_validator("datasets", lambda v: set(v) <= set(SETS), f"--datasets must be among {', '.join(SETS)}")
 
 
 def main(argv: list[str]) -> None:
