@@ -178,6 +178,27 @@ def input_scaling(x: np.ndarray, likelihood: str, scaling: str = "auto") -> tupl
     return x.mean(axis=0), np.where(std > 1e-10 * np.abs(x).max(axis=0), std, 1.0)
 
 
+def fallback_choice(
+    x: np.ndarray,
+    constraints: ConstraintSet,
+    clusterings: dict[str, np.ndarray],
+    num_clusters: int,
+    covariance_type: str,
+    pair_scale: float = FALLBACK_PAIR_SCALE,
+) -> tuple[str, dict[str, float], paired_mixture.PairedMixture]:
+    """What ``input_fallback`` chooses between the deep model's clusters (``clusterings["deep"]``) and the input
+    GMM's (``clusterings["input"]``) of the scaled training input ``x`` with the pairs trained on: "input" where the
+    input's mixture scores higher with the pairs at ``pair_scale`` of their weight, else "deep"; both scores; and
+    the input's mixture, its posteriors under the pairs at their own weight.
+
+    The pairs weigh less in the score because at full weight it counts the training answers a clustering holds,
+    which the deep model was trained to hold and the input GMM was not."""
+    scored = paired_mixture.score_clusterings(x, constraints, clusterings, num_clusters, covariance_type, pair_scale)
+    scores = {name: mixture.objective for name, mixture in scored.items()}
+    chosen = "input" if scores["input"] > scores["deep"] else "deep"
+    return chosen, scores, scored["input"].with_pairs(x, constraints)
+
+
 class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     """Deep Conditional Gaussian Mixture Model: clustering steered by pairwise must-link / cannot-link constraints.
 
@@ -616,20 +637,15 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.chosen_, self.mixture_scores_, self.input_mixture_ = "deep", {}, None
         if not self.input_fallback or input_gmm is None or self.likelihood_ != "gaussian":
             return
-        kind, k = input_gmm.covariance_type, self.n_clusters_
-        # The pairs at FALLBACK_PAIR_SCALE of their weight: at full weight the score counts the training answers a
-        # clustering holds, which the deep model was trained to hold and the input GMM was not.
         clusterings = {"deep": self.start_labels_[self.start_], "input": input_clusters}
-        scored = paired_mixture.score_clusterings(x, constraints, clusterings, k, kind, FALLBACK_PAIR_SCALE)
-        deep, mixture = scored["deep"], scored["input"]
-        self.mixture_scores_ = {"deep": deep.objective, "input": mixture.objective}
-        self.input_mixture_ = mixture.with_pairs(x, constraints)  # its posteriors with the pairs as trained on
-        if mixture.objective > deep.objective:
-            self.chosen_ = "input"
+        self.chosen_, self.mixture_scores_, self.input_mixture_ = fallback_choice(
+            x, constraints, clusterings, self.n_clusters_, input_gmm.covariance_type
+        )
+        if self.chosen_ == "input":
             warnings.warn(
                 "a Gaussian mixture of the input explains the data and pairs better than the deep model's clusters "
-                f"(score {mixture.objective:.4g} against {deep.objective:.4g}); labels_ and predict come from it "
-                "(input_fallback=False keeps the deep model)",
+                f"(score {self.mixture_scores_['input']:.4g} against {self.mixture_scores_['deep']:.4g}); labels_ "
+                "and predict come from it (input_fallback=False keeps the deep model)",
                 stacklevel=3,
             )
 

@@ -6,7 +6,7 @@ For every set of the benchmark that the estimator models with the Gaussian likel
 ``--datasets`` for fewer), every seed and every count of ``--pairs``, the estimator is fitted with its defaults and
 the benchmark's pairs for that seed, as ``experiments.your_data_bench`` fits it. Its two clusterings, the deep
 model's (``start_labels_[start_]``) and that of its input GMM (:func:`dcgmm_tf.starts.input_gmm`, fitted again), are
-then scored as the fallback scores them (:func:`dcgmm_tf.paired_mixture.score_clusterings`) with the pairs' weights
+then scored as the fallback scores them (:func:`dcgmm_tf.estimator.fallback_choice`) with the pairs' weights
 times each of :data:`SCALES`, and the row records the ARI of what each scale returns. The rows go to
 ``<output_dir>/fallback_weight.csv``; printed is the mean ARI per half, count of pairs and scale.
 """
@@ -67,15 +67,13 @@ def ari_by_scale(
     each of :data:`SCALES` in its score, for the scaled input ``x`` [N, F], labels ``y`` and the pairs trained on."""
     from sklearn.metrics import adjusted_rand_score
 
-    from dcgmm_tf import paired_mixture
+    from dcgmm_tf.estimator import fallback_choice
 
     k = len(np.unique(y))
     row = {"deep": adjusted_rand_score(y, clusterings["deep"])}
     for scale in SCALES:
-        scored = paired_mixture.score_clusterings(x, constraints, clusterings, k, covariance_type, scale)
-        labels = clusterings["deep"]
-        if scored["input"].objective > scored["deep"].objective:
-            labels = scored["input"].with_pairs(x, constraints).probabilities.argmax(-1)
+        chosen, _, mixture = fallback_choice(x, constraints, clusterings, k, covariance_type, scale)
+        labels = mixture.probabilities.argmax(-1) if chosen == "input" else clusterings["deep"]
         row[f"scale {scale:g}"] = adjusted_rand_score(y, labels)
     return row
 
