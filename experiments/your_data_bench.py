@@ -82,7 +82,8 @@ ONE_START = "dcgmm_one_start"  # the estimator's fit from its first start alone:
 DEEP = "dcgmm_deep"  # the deep model's clusters of that fit, whichever it chose: input_fallback=False
 INPUT = "dcgmm_input"  # the clusters of that fit's input-space mixture, whichever it chose
 DERIVED = {ONE_START: "the embedding's start", DEEP: "the deep model", INPUT: "the input's mixture"}  # from dcgmm
-METHODS = ("dcgmm", ONE_START, DEEP, INPUT, "dcgmm_auto", "kmeans", "gmm", "pckmeans")
+PAIR_FREE = ("kmeans", "gmm")  # methods that take no pairs: one row per set and seed, under 0 pairs
+METHODS = ("dcgmm", ONE_START, DEEP, INPUT, "dcgmm_auto", *PAIR_FREE, "pckmeans")
 COLUMNS = (
     "dataset",
     "half",
@@ -579,7 +580,7 @@ def run_bench(
 
 def _planned(counts: list[int], auto_k: bool) -> list[tuple[int, str]]:
     """The (pair count, method) fits of one set and seed, in the order they run."""
-    planned = [(0, "kmeans"), (0, "gmm")]  # no pairs: once per set and seed
+    planned = [(0, method) for method in PAIR_FREE]
     for count in counts:
         planned.append((count, "dcgmm"))
         if count:
@@ -625,6 +626,9 @@ def summarise(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _cell(summary: pd.DataFrame, dataset: str, num_pairs: int, method: str) -> pd.Series | None:
+    """The summary's row of ``method`` on ``dataset`` with ``num_pairs`` pairs (a pair-free method's row, under 0
+    pairs, at any count), or None."""
+    num_pairs = 0 if method in PAIR_FREE else num_pairs
     found = summary[(summary.dataset == dataset) & (summary.num_pairs == num_pairs) & (summary.method == method)]
     return None if found.empty else found.iloc[0]
 
@@ -650,8 +654,8 @@ def markdown_table(summary: pd.DataFrame) -> str:
                 _cell(summary, name, count, "dcgmm"),
                 _cell(summary, name, count, DEEP),
                 _cell(summary, name, count, ONE_START),
-                _cell(summary, name, 0, "kmeans"),
-                _cell(summary, name, 0, "gmm"),
+                _cell(summary, name, count, "kmeans"),
+                _cell(summary, name, count, "gmm"),
                 _cell(summary, name, count, "pckmeans"),
             ]
             lines.append(f"| {name} | {here.half.iloc[0]} | {count} | " + " | ".join(map(_mean_std, cells)) + " |")
@@ -673,7 +677,7 @@ def half_means_table(summary: pd.DataFrame) -> str:
             names = list(part[(part.method == "dcgmm") & (part.num_pairs == count)].dataset)
             means = []
             for method in methods:
-                cells = [_cell(part, name, 0 if method in ("kmeans", "gmm") else count, method) for name in names]
+                cells = [_cell(part, name, count, method) for name in names]
                 values = [cell.ari_mean for cell in cells if cell is not None and not pd.isna(cell.ari_mean)]
                 means.append(f"{np.mean(values):.3f}" if len(values) == len(names) else "–")
             lines.append(f"| {half} | {count} | {len(names)} | " + " | ".join(means) + " |")
@@ -686,7 +690,7 @@ def comparisons(summary: pd.DataFrame, half: str = "reporting") -> list[str]:
     part = summary[summary.half == half]
     lines, gaps = [], {}
     for name in dict.fromkeys(part.dataset):
-        ours, others = _cell(part, name, 0, "dcgmm"), [_cell(part, name, 0, m) for m in ("kmeans", "gmm")]
+        ours, others = _cell(part, name, 0, "dcgmm"), [_cell(part, name, 0, m) for m in PAIR_FREE]
         if ours is not None and all(o is not None for o in others):
             gaps[name] = ours.ari_mean - max(o.ari_mean for o in others)
     if gaps:
