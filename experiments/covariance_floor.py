@@ -5,12 +5,13 @@ r"""How large a floor the input GMM should add to its variances: its clusters' A
 For every set of the benchmark that the estimator models with the Gaussian likelihood
 (:data:`experiments.your_data_bench.GAUSSIAN_SETS`; ``--datasets`` for fewer), every seed and every floor of
 ``--floors``, the estimator's input GMM without pairs (:func:`dcgmm_tf.starts.input_gmm` with that
-``covariance_floor``, on the set scaled as the estimator scales it) gets a row: the covariance type it chose and the
-ARI of its clusters against the labels. Without pairs this GMM is what the estimator returns wherever its fallback
-prefers the input. The floor is in units of the scaled features' variance; scikit-learn's ``GaussianMixture``, as
-the benchmark's baseline runs it, adds its fixed ``reg_covar`` (1e-6) to the variances of the features in their own
-units, a floor that changes with them. The rows go to ``<output_dir>/covariance_floor.csv``; printed is the mean
-ARI per half and floor.
+``covariance_floor``, on the set scaled as the estimator scales it) gets a row: the covariance type it chose, the
+ARI of its clusters against the labels, and the samples in its smallest cluster against the number of features (a
+full covariance of a cluster of at most F samples is singular but for the floor). Without pairs this GMM is what the
+estimator returns wherever its fallback prefers the input. The floor is in units of the scaled features' variance;
+scikit-learn's ``GaussianMixture``, as the benchmark's baseline runs it, adds its fixed ``reg_covar`` (1e-6) to the
+variances of the features in their own units, a floor that changes with them. The rows go to
+``<output_dir>/covariance_floor.csv``; printed is the mean ARI per half and floor.
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ def floor_rows(names: Sequence[str], seeds: Sequence[int], floors: Sequence[floa
             for floor in floors:
                 gmm = starts.input_gmm(x, k, seed, spread=scale, covariance_floor=floor)
                 row = {"dataset": name, "half": bench.HALVES[name], "seed": seed, "floor": floor}
-                row.update(covariance=gmm.covariance_type, ari=float(adjusted_rand_score(y, starts.assign(gmm, x))))
+                labels = starts.assign(gmm, x)
+                row.update(covariance=gmm.covariance_type, ari=float(adjusted_rand_score(y, labels)))
+                row.update(smallest_cluster=int(np.bincount(labels, minlength=k).min()), features=x.shape[1])
                 rows.append(row)
                 logging.info("%s", row)
     return rows
