@@ -10,11 +10,11 @@ the cluster terms of the C-ELBO (Eq. 10) with the embedding z = x, and the pairs
 :func:`dcgmm_tf.recipe.fit_loss` (each pair stored once). F is a lower bound on the log-likelihood of the data plus
 the pairs' log prior. :func:`mixture_of_clusters` gives a clustering's mixture: the M-step from its clusters (each
 sample's cluster taken as certain, so the clustering scored is the one returned; the covariances with a prior of
-``PRIOR_SAMPLES`` pseudo-sample of the data's variance, so that a cluster of one or a few samples does not narrow
-onto them and lift the score), then the E-step with the pairs (the posteriors of samples without pairs are the
-mixture's; those of samples in pairs a coordinate ascent, each the softmax of its log joint plus the pull of its
-partners' posteriors, sweep after sweep). Clusterings of the same data and pairs compare by the F of theirs
-(:func:`score_clusterings`, which can weigh the pairs less).
+``PRIOR_SAMPLES`` pseudo-sample of the data's covariance, or of its variances for diagonal covariances, so that a
+cluster of one or a few samples does not narrow onto them and lift the score), then the E-step with the pairs (the
+posteriors of samples without pairs are the mixture's; those of samples in pairs a coordinate ascent, each the
+softmax of its log joint plus the pull of its partners' posteriors, sweep after sweep). Clusterings of the same data
+and pairs compare by the F of theirs (:func:`score_clusterings`, which can weigh the pairs less).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.validation import check_matrix
 
 COVARIANCE_TYPES = ("diag", "full")
-PRIOR_SAMPLES = 1.0  # the covariances' prior: this many pseudo-samples with the data's variance per feature
+PRIOR_SAMPLES = 1.0  # the covariances' prior: this many pseudo-samples with the data's covariance
 SWEEPS = 5  # coordinate-ascent sweeps over the paired samples in the E-step
 ROWS = 65_536  # samples whose [rows, F] differences are held at once
 
@@ -98,8 +98,8 @@ def m_step(
     x: np.ndarray, q: np.ndarray, covariance_type: str, prior: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The Gaussian mixture for posteriors ``q`` [N, K]: weights, means and covariances (``ROWS`` samples at a
-    time); each covariance is the scatter of its cluster plus ``PRIOR_SAMPLES`` times diag(``prior``) [F], over the
-    cluster's weight plus ``PRIOR_SAMPLES``."""
+    time); each covariance is the scatter of its cluster plus ``PRIOR_SAMPLES`` times ``prior`` (the shape of one
+    covariance: [F] or [F, F], :func:`covariance_prior`), over the cluster's weight plus ``PRIOR_SAMPLES``."""
     num_clusters, num_features = q.shape[1], x.shape[1]
     counts = q.sum(axis=0) + 10 * np.finfo(np.float64).eps
     sums = np.zeros((num_clusters, num_features))
@@ -116,14 +116,14 @@ def m_step(
                 covariances[k] += weights[:, k] @ diff**2
             else:
                 covariances[k] += (weights[:, k, None] * diff).T @ diff
-    covariances += PRIOR_SAMPLES * (prior if covariance_type == "diag" else np.diag(prior))
+    covariances += PRIOR_SAMPLES * prior
     covariances /= (counts + PRIOR_SAMPLES).reshape((-1,) + (1,) * (covariances.ndim - 1))
     return counts / counts.sum(), means, covariances
 
 
 def feature_variance(x: np.ndarray) -> np.ndarray:
     """The variance of each feature of ``x`` [N, F] (``ROWS`` samples at a time), floored at a millionth of the
-    largest, for the covariances' prior."""
+    largest."""
     total, squares = np.zeros(x.shape[1]), np.zeros(x.shape[1])
     for start in range(0, len(x), ROWS):
         rows = np.asarray(x[start : start + ROWS], np.float64)
@@ -131,6 +131,26 @@ def feature_variance(x: np.ndarray) -> np.ndarray:
         squares += (rows**2).sum(axis=0)
     variance = np.maximum(squares / len(x) - (total / len(x)) ** 2, 0.0)
     return np.maximum(variance, 1e-6 * max(variance.max(), 1e-12))
+
+
+def covariance_prior(x: np.ndarray, covariance_type: str) -> np.ndarray:
+    """The covariances' prior for ``x`` [N, F]: its features' variances [F] (:func:`feature_variance`) for diagonal
+    covariances; for full ones its covariance [F, F] (``ROWS`` samples at a time) plus a millionth of the largest
+    variance on the diagonal, so that it is positive definite. A full prior shrinks each cluster's covariance
+    towards the data's own, correlations included: a diagonal one would add variance across directions in which
+    correlated features leave the data almost none."""
+    if covariance_type == "diag":
+        return feature_variance(x)
+    num_features = x.shape[1]
+    total, products = np.zeros(num_features), np.zeros((num_features, num_features))
+    for start in range(0, len(x), ROWS):
+        rows = np.asarray(x[start : start + ROWS], np.float64)
+        total += rows.sum(axis=0)
+        products += rows.T @ rows
+    mean = total / len(x)
+    covariance = products / len(x) - np.outer(mean, mean)
+    covariance = (covariance + covariance.T) / 2
+    return covariance + 1e-6 * max(np.diag(covariance).max(), 1e-12) * np.eye(num_features)
 
 
 def _pair_matrix(constraints: ConstraintSet) -> sparse.csr_matrix:
@@ -189,7 +209,7 @@ def mixture_of_clusters(
     x = _check(x, labels, num_clusters, constraints, covariance_type)
     q = np.eye(num_clusters)[labels]
     pairs = _pair_matrix(constraints)
-    params = m_step(x, q, covariance_type, feature_variance(x))
+    params = m_step(x, q, covariance_type, covariance_prior(x, covariance_type))
     joint = log_joint(x, *params, covariance_type)
     q = e_step(joint, pairs, q)
     return PairedMixture(*params, covariance_type, q, objective(joint, q, pairs))

@@ -43,17 +43,28 @@ def test_log_joint_is_the_log_weight_plus_the_gaussian_log_density(kind, monkeyp
 def test_m_step_is_the_weighted_gaussian_fit_with_a_prior_of_one_sample(kind, monkeypatch):
     x, _ = blobs()
     q = special.softmax(np.random.default_rng(2).normal(size=(len(x), 3)), axis=1)
-    prior = np.array([1.0, 2.0, 0.5])
+    full_prior = np.array([[1.0, 0.3, 0.0], [0.3, 2.0, -0.2], [0.0, -0.2, 0.5]])
+    prior = np.diag(full_prior) if kind == "diag" else full_prior
     monkeypatch.setattr(paired_mixture, "ROWS", 16)
     weights, means, covariances = paired_mixture.m_step(x, q, kind, prior)
     np.testing.assert_allclose(weights, q.mean(0))
     for k in range(3):
         mean = np.average(x, axis=0, weights=q[:, k])
         scatter = np.cov(x.T, aweights=q[:, k], bias=True) * q[:, k].sum()
-        cov = (scatter + np.diag(prior)) / (q[:, k].sum() + 1.0)
+        cov = (scatter + (np.diag(prior) if kind == "diag" else prior)) / (q[:, k].sum() + 1.0)
         np.testing.assert_allclose(means[k], mean)
         np.testing.assert_allclose(covariances[k], np.diag(cov) if kind == "diag" else cov, rtol=1e-10)
-    np.testing.assert_allclose(paired_mixture.feature_variance(x), x.var(0), rtol=1e-10)
+
+
+def test_the_covariance_prior_is_the_datas_variance_or_covariance(monkeypatch):
+    x, _ = blobs()
+    x = np.column_stack([x, 2 * x[:, 0] - x[:, 1]])  # a fourth feature in the span of two others
+    monkeypatch.setattr(paired_mixture, "ROWS", 16)
+    np.testing.assert_allclose(paired_mixture.covariance_prior(x, "diag"), x.var(0), rtol=1e-10)
+    full = paired_mixture.covariance_prior(x, "full")
+    ridge = 1e-6 * x.var(0).max() * np.eye(4)
+    np.testing.assert_allclose(full, np.cov(x.T, bias=True) + ridge, rtol=1e-9, atol=1e-12)
+    assert np.linalg.eigvalsh(full).min() > 0  # positive definite though the data's covariance is singular
 
 
 def test_the_pairs_term_of_the_score_is_twice_the_weighted_agreement_of_each_stored_pair():
@@ -95,7 +106,7 @@ def test_a_clustering_scores_its_mixtures_log_likelihood_and_the_truth_beats_a_r
 def test_a_cluster_of_one_sample_keeps_a_broad_gaussian():
     """Without the prior a singleton's Gaussian would narrow onto its sample (variance 0) and its log density there
     grow without bound, lifting the score of any clustering with such a cluster; one pseudo-sample of the data's
-    variance leaves it half of that variance."""
+    variance (or covariance) leaves it half of that."""
     x, y = blobs(300)
     singleton = y.copy()
     singleton[singleton == 2] = 1
@@ -103,6 +114,9 @@ def test_a_cluster_of_one_sample_keeps_a_broad_gaussian():
     mixture = paired_mixture.mixture_of_clusters(x, no_pairs(len(x)), singleton, 3, "diag")
     np.testing.assert_allclose(mixture.covariances[2], x.var(0) / 2, rtol=1e-6)
     assert np.isfinite(mixture.objective)
+    full = paired_mixture.mixture_of_clusters(x, no_pairs(len(x)), singleton, 3, "full")
+    np.testing.assert_allclose(full.covariances[2], np.cov(x.T, bias=True) / 2, rtol=1e-5)  # correlations kept
+    assert np.isfinite(full.objective)
 
 
 def test_mixture_of_clusters_checks_its_inputs():
