@@ -75,3 +75,11 @@ def test_gpu_check_names_the_gpus_or_says_none_and_runs_its_steps_shortened(tmp_
     assert (tmp_path / "pipeline_rate.jsonl").stat().st_size > 0
     with pytest.raises(ValueError, match="unknown steps"):
         gpu_check(tmp_path, smoke=True, only=["nothing"])
+
+
+def test_fallback_score_times_each_covariance_type():
+    from bench import fallback_score
+
+    result = fallback_score.measure(500, 3, 4, 50, ["diag", "full"])
+    assert set(result["seconds"]) == {"diag", "full"} and all(s >= 0 for s in result["seconds"].values())
+    assert 0 < result["peak_rss_mb_before"] <= result["peak_rss_mb"]
