@@ -207,9 +207,21 @@ def mixture_of_clusters(
     E-step with the pairs, scored by F; clusterings of the same ``x`` and pairs compare by it."""
     labels = np.asarray(labels)
     x = _check(x, labels, num_clusters, constraints, covariance_type)
+    return _mixture(x, constraints, labels, num_clusters, covariance_type, covariance_prior(x, covariance_type))
+
+
+def _mixture(
+    x: np.ndarray,
+    constraints: ConstraintSet,
+    labels: np.ndarray,
+    num_clusters: int,
+    covariance_type: str,
+    prior: np.ndarray,
+) -> PairedMixture:
+    """:func:`mixture_of_clusters` of checked inputs, with ``x``'s covariance prior given."""
     q = np.eye(num_clusters)[labels]
     pairs = _pair_matrix(constraints)
-    params = m_step(x, q, covariance_type, covariance_prior(x, covariance_type))
+    params = m_step(x, q, covariance_type, prior)
     joint = log_joint(x, *params, covariance_type)
     q = e_step(joint, pairs, q)
     return PairedMixture(*params, covariance_type, q, objective(joint, q, pairs))
@@ -232,7 +244,12 @@ def score_clusterings(
     scaled = ConstraintSet.empty(constraints.num_samples)  # pair_scale 0: the data alone
     if pair_scale > 0:
         scaled = ConstraintSet(constraints.i, constraints.j, constraints.weight * pair_scale, constraints.num_samples)
+    labelled = {name: np.asarray(labels) for name, labels in clusterings.items()}
+    if not labelled:
+        return {}
+    for labels in labelled.values():
+        x = _check(x, labels, num_clusters, scaled, covariance_type)
+    prior = covariance_prior(x, covariance_type)  # of x alone: once for every clustering
     return {
-        name: mixture_of_clusters(x, scaled, labels, num_clusters, covariance_type)
-        for name, labels in clusterings.items()
+        name: _mixture(x, scaled, labels, num_clusters, covariance_type, prior) for name, labels in labelled.items()
     }
