@@ -73,3 +73,13 @@ def test_half_means_average_each_halfs_sets_per_pair_count():
         "| tuning | 0 | 2 | 0.300 | – | – | 0.200 | 0.400 | – |",
         "| tuning | 50 | 2 | 0.550 | – | – | 0.200 | 0.400 | 0.300 |",
     ]
+
+
+def test_a_text_set_label_may_hold_modules_of_several_packages():
+    """A label's modules from two packages: each package's own docstrings, each text once, labelled by the key."""
+    merged = bench._label_docstrings(("json", "logging"))
+    alone = [list(bench.package_docstrings(package, (package,)).values()) for package in ("json", "logging")]
+    assert merged == list(dict.fromkeys(alone[0] + alone[1])) and alone[0] and alone[1]
+    x, y = bench.docstrings({"stdlib": ("json", "logging"), "email": ("email.message",)}, per_package=20, dims=5)
+    assert x.shape == (len(y), 5) and np.isfinite(x).all()
+    assert np.bincount(y).tolist() == [min(20, len(merged)), min(20, len(bench._label_docstrings(("email.message",))))]
