@@ -6,8 +6,9 @@ twice per fit), per covariance type.
 
 Gaussian clusters (``num_clusters`` centres, unit noise) and ``num_pairs`` pairs answered from their labels
 (``ConstraintSet.from_labels``); the true clustering is scored by :func:`dcgmm_tf.paired_mixture.score_clusterings`
-with the pairs at the estimator's ``FALLBACK_PAIR_SCALE``. Reported: seconds per covariance type, and the process's
-peak resident memory (``ru_maxrss``) before scoring (the libraries, TensorFlow among them, and the data) and after.
+with the pairs at the estimator's share of their weight (``fallback_pair_scale``). Reported: seconds per covariance
+type, and the process's peak resident memory (``ru_maxrss``) before scoring (the libraries, TensorFlow among them,
+and the data) and after.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def measure(
 
     from dcgmm_tf import paired_mixture
     from dcgmm_tf.constraints import ConstraintSet
-    from dcgmm_tf.estimator import FALLBACK_PAIR_SCALE
+    from dcgmm_tf.estimator import fallback_pair_scale
 
     rng = np.random.default_rng(0)
     labels = rng.integers(0, num_clusters, num_samples)
@@ -55,7 +56,8 @@ def measure(
     for kind in covariance_types:  # a small call first: the timed one pays no first-call costs
         paired_mixture.score_clusterings(x[:1000], small, {"truth": labels[:1000]}, num_clusters, kind)
         start = time.perf_counter()
-        paired_mixture.score_clusterings(x, pairs, {"truth": labels}, num_clusters, kind, FALLBACK_PAIR_SCALE)
+        scale = fallback_pair_scale(len(pairs), num_samples)
+        paired_mixture.score_clusterings(x, pairs, {"truth": labels}, num_clusters, kind, scale)
         seconds[kind] = round(time.perf_counter() - start, 2)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"seconds": seconds, "peak_rss_mb_before": round(before_mb), "peak_rss_mb": round(peak_mb)}

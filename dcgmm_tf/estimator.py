@@ -39,7 +39,9 @@ MIN_PRETRAIN_STEPS = 600  # ... and pretrains for at least this many
 PAIR_TUNING_STEPS = 1200  # "auto" tuning with the pairs: about the runner's 5 epochs of Fashion-MNIST (1,175 steps)
 TABLE_FEATURES = 50  # hidden_units="auto": data of at most this many features get the small network ...
 TABLE_HIDDEN_UNITS = (64, 64)  # ... and the rest the paper's, made for 784 pixels
-FALLBACK_PAIR_SCALE = 3e-3  # input_fallback's score weighs the pairs at this fraction of their weight (1e4 -> 30)
+# input_fallback's score weighs the pairs at this many times the pairs per training sample of their weight (at most
+# their full weight; fallback_pair_scale): 3e-3 at one pair per ten samples, a sure answer (1e4) then weighing 30
+FALLBACK_PAIR_RATE = 0.03
 # The estimator's learning rate decays by the paper's staircase (x0.9 every fifth of the run), where the runner's
 # default is a cosine: the estimator's schedule was measured on small and tabular data with it (docs/your-data.md).
 LR_SCHEDULE = "staircase"
@@ -178,21 +180,37 @@ def input_scaling(x: np.ndarray, likelihood: str, scaling: str = "auto") -> tupl
     return x.mean(axis=0), np.where(std > 1e-10 * np.abs(x).max(axis=0), std, 1.0)
 
 
+def fallback_pair_scale(num_pairs: int, num_samples: int, rate: float = FALLBACK_PAIR_RATE) -> float:
+    """The share of their weight at which ``input_fallback``'s score weighs ``num_pairs`` pairs trained on with
+    ``num_samples`` samples: ``rate`` (the estimator's ``FALLBACK_PAIR_RATE``) times the pairs per sample, at most 1
+    (their full weight).
+
+    A few pairs among many samples the deep model can hold with clusters that are wrong elsewhere, so that holding
+    them says little; pairs that touch much of the data it holds only with clusters that follow them. On the
+    benchmark's tuning half the best constant share grew with the number of pairs (docs/your-data.md)."""
+    if num_pairs < 0 or num_samples < 1 or not rate >= 0:
+        raise ValueError(f"need num_pairs >= 0, num_samples >= 1 and rate >= 0, got {num_pairs}, {num_samples}, {rate}")
+    return min(1.0, rate * num_pairs / num_samples)
+
+
 def fallback_choice(
     x: np.ndarray,
     constraints: ConstraintSet,
     clusterings: dict[str, np.ndarray],
     num_clusters: int,
     covariance_type: str,
-    pair_scale: float = FALLBACK_PAIR_SCALE,
+    pair_scale: float | None = None,
 ) -> tuple[str, dict[str, float], paired_mixture.PairedMixture]:
     """What ``input_fallback`` chooses between the deep model's clusters (``clusterings["deep"]``) and the input
     GMM's (``clusterings["input"]``) of the scaled training input ``x`` with the pairs trained on: "input" where the
-    input's mixture scores higher with the pairs at ``pair_scale`` of their weight, else "deep"; both scores; and
-    the input's mixture, its posteriors under the pairs at their own weight.
+    input's mixture scores higher with the pairs at ``pair_scale`` of their weight (None:
+    :func:`fallback_pair_scale` of the pairs and samples), else "deep"; both scores; and the input's mixture, its
+    posteriors under the pairs at their own weight.
 
     The pairs weigh less in the score because at full weight it counts the training answers a clustering holds,
     which the deep model was trained to hold and the input GMM was not."""
+    if pair_scale is None:
+        pair_scale = fallback_pair_scale(len(constraints), len(x))
     scored = paired_mixture.score_clusterings(x, constraints, clusterings, num_clusters, covariance_type, pair_scale)
     scores = {name: mixture.objective for name, mixture in scored.items()}
     chosen = "input" if scores["input"] > scores["deep"] else "deep"
@@ -264,8 +282,9 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
       input_fallback: Also score the clustering of that input-space GMM against the deep model's, each by the
         Gaussian mixture of the scaled input it implies (:mod:`dcgmm_tf.paired_mixture`: one M-step from its
         clusters, one E-step with the pairs, the C-ELBO's cluster and pair terms with the identity for encoder),
-        the pairs weighed at ``FALLBACK_PAIR_SCALE`` (3e-3) of their weight: the deep model was trained to hold
-        them and the GMM was not. When the input's scores higher, ``labels_``, ``predict`` and ``predict_proba``
+        the pairs weighed at a share of their weight that grows with the pairs per sample
+        (:func:`fallback_pair_scale`; 3e-3 at one pair per ten samples): the deep model was trained to hold them
+        and the GMM was not. When the input's scores higher, ``labels_``, ``predict`` and ``predict_proba``
         come from that mixture and the fit warns (``chosen_`` is "input"; ``transform`` is still the deep
         embedding). Only for data the estimator models with the Gaussian likelihood: a Gaussian mixture of pixel
         values in [0, 1] is no rival to the Bernoulli decoder. False: always the deep model, the paper's way. Not

@@ -7,8 +7,10 @@ For every set of the benchmark that the estimator models with the Gaussian likel
 the benchmark's pairs for that seed, as ``experiments.your_data_bench`` fits it. Its two clusterings, the deep
 model's (``start_labels_[start_]``) and that of its input GMM (:func:`dcgmm_tf.starts.input_gmm`, fitted again), are
 then scored as the fallback scores them (:func:`dcgmm_tf.estimator.fallback_choice`) with the pairs' weights
-times each of :data:`SCALES`, and the row records the ARI of what each scale returns. The rows go to
-``<output_dir>/fallback_weight.csv``; printed is the mean ARI per half, count of pairs and scale.
+times each of :data:`SCALES`, and times each of :data:`RATES` times the pairs per sample (the estimator's own
+share, :func:`dcgmm_tf.estimator.fallback_pair_scale`, is ``FALLBACK_PAIR_RATE`` times it); the row records the ARI
+of what each returns. The rows go to ``<output_dir>/fallback_weight.csv``; printed is the mean ARI per half, count of
+pairs and share.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ FLAGS = flags.FLAGS
 SETS = bench.GAUSSIAN_SETS
 # Scales of the pairs' weights in the score; for the estimator's sure answers (weight 1e4): 0, 1, 10, 30, ... 1e4.
 SCALES = (0.0, 1e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 1.0)
+# Shares in proportion to the pairs per sample: the scale is the rate times the pairs over the samples (at most 1).
+RATES = (0.005, 0.01, 0.02, 0.03, 0.05)
 
 
 def fallback_rows(
@@ -64,23 +68,26 @@ def ari_by_scale(
     x: np.ndarray, y: np.ndarray, constraints: ConstraintSet, clusterings: dict[str, np.ndarray], covariance_type: str
 ) -> dict[str, float]:
     """The ARI of the deep model's clusters ("deep"), and of what the fallback returns with the pairs' weights times
-    each of :data:`SCALES` in its score, for the scaled input ``x`` [N, F], labels ``y`` and the pairs trained on."""
+    each of :data:`SCALES` and each of :data:`RATES` times the pairs per sample in its score, for the scaled input
+    ``x`` [N, F], labels ``y`` and the pairs trained on."""
     from sklearn.metrics import adjusted_rand_score
 
-    from dcgmm_tf.estimator import fallback_choice
+    from dcgmm_tf.estimator import fallback_choice, fallback_pair_scale
 
     k = len(np.unique(y))
     row = {"deep": adjusted_rand_score(y, clusterings["deep"])}
-    for scale in SCALES:
+    shares = [(f"scale {scale:g}", scale) for scale in SCALES]
+    shares += [(f"rate {rate:g}", fallback_pair_scale(len(constraints), len(x), rate)) for rate in RATES]
+    for name, scale in shares:
         chosen, _, mixture = fallback_choice(x, constraints, clusterings, k, covariance_type, scale)
         labels = mixture.probabilities.argmax(-1) if chosen == "input" else clusterings["deep"]
-        row[f"scale {scale:g}"] = adjusted_rand_score(y, labels)
+        row[name] = adjusted_rand_score(y, labels)
     return row
 
 
 def mean_by_scale(rows: pd.DataFrame) -> pd.DataFrame:
     """Mean ARI per half, count of pairs and scale (and of the deep model alone), with the number of fits."""
-    columns = ["deep", *(f"scale {scale:g}" for scale in SCALES)]
+    columns = ["deep", *(f"scale {scale:g}" for scale in SCALES), *(f"rate {rate:g}" for rate in RATES)]
     means = rows.groupby(["half", "num_pairs"])[columns].mean()
     means.insert(0, "fits", rows.groupby(["half", "num_pairs"]).size())
     return means

@@ -20,7 +20,7 @@ from sklearn.utils import estimator_checks
 
 from dcgmm_tf import ConstraintSet, paired_mixture, starts
 from dcgmm_tf.baselines import PCKMeans
-from dcgmm_tf.estimator import FALLBACK_PAIR_SCALE, DCGMMClustering
+from dcgmm_tf.estimator import DCGMMClustering, fallback_pair_scale
 from tests.helpers import TINY, recorded_keyword, toy_data
 
 # PRETRAINED keeps one epoch of pretraining where the pretraining is part of what is tested.
@@ -422,10 +422,10 @@ def test_the_input_mixture_gives_the_labels_where_it_scores_higher(monkeypatch):
     assert len(answers) == 1 and sorted(zip(answers[0].i, answers[0].j)) == sorted(ml)
     assert set(est.mixture_scores_) == {"deep", "input"}
     assert est.mixture_scores_[est.chosen_] == max(est.mixture_scores_.values())
-    # The score weighs the pairs (those trained on, spread ones included) at FALLBACK_PAIR_SCALE of their weight.
+    # The score weighs the pairs (those trained on, spread ones included) at fallback_pair_scale of their weight.
     xs, kind, pairs = est._scaled(x), est.input_mixture_.covariance_type, est.constraints_
     assert len(pairs) > len(ml)
-    scored = ConstraintSet(pairs.i, pairs.j, pairs.weight * FALLBACK_PAIR_SCALE, len(x))
+    scored = ConstraintSet(pairs.i, pairs.j, pairs.weight * fallback_pair_scale(len(pairs), len(x)), len(x))
     deep_labels = est.start_labels_[est.start_]
     deep = paired_mixture.mixture_of_clusters(xs, scored, deep_labels, 2, kind)
     assert est.mixture_scores_["deep"] == deep.objective
@@ -474,3 +474,15 @@ def test_an_affine_map_of_a_benchmark_set_gives_the_same_clustering(name):
     for a, b, dtype in maps:
         est = DCGMMClustering(len(np.unique(y)), **params).fit((a * x + b).astype(dtype))
         assert adjusted_rand_score(reference.labels_, est.labels_) >= 0.98, (a, b, dtype)
+
+
+def test_the_fallback_weighs_the_pairs_by_the_pairs_per_sample():
+    from dcgmm_tf.estimator import FALLBACK_PAIR_RATE
+
+    assert fallback_pair_scale(100, 1000) == pytest.approx(FALLBACK_PAIR_RATE / 10)
+    assert fallback_pair_scale(500, 1000) == pytest.approx(5 * fallback_pair_scale(100, 1000))
+    assert fallback_pair_scale(0, 10) == 0.0 and fallback_pair_scale(10**9, 10) == 1.0  # at most the full weight
+    assert fallback_pair_scale(100, 1000, rate=0.5) == pytest.approx(0.05)
+    for bad in ((-1, 10), (5, 0), (5, 10, -1.0), (5, 10, float("nan"))):
+        with pytest.raises(ValueError, match="num_pairs >= 0, num_samples >= 1 and rate >= 0"):
+            fallback_pair_scale(*bad)
