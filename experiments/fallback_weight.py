@@ -36,6 +36,7 @@ SETS = bench.GAUSSIAN_SETS
 SCALES = (0.0, 1e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 1.0)
 # Shares in proportion to the pairs per sample: the scale is the rate times the pairs over the samples (at most 1).
 RATES = (0.005, 0.01, 0.02, 0.03, 0.05)
+SHARES = (*(f"scale {scale:g}" for scale in SCALES), *(f"rate {rate:g}" for rate in RATES))  # their columns
 
 
 def fallback_rows(
@@ -76,9 +77,8 @@ def ari_by_scale(
 
     k = len(np.unique(y))
     row = {"deep": adjusted_rand_score(y, clusterings["deep"])}
-    shares = [(f"scale {scale:g}", scale) for scale in SCALES]
-    shares += [(f"rate {rate:g}", fallback_pair_scale(len(constraints), len(x), rate)) for rate in RATES]
-    for name, scale in shares:
+    scales = [*SCALES, *(fallback_pair_scale(len(constraints), len(x), rate) for rate in RATES)]
+    for name, scale in zip(SHARES, scales, strict=True):
         chosen, _, mixture = fallback_choice(x, constraints, clusterings, k, covariance_type, scale)
         labels = mixture.probabilities.argmax(-1) if chosen == "input" else clusterings["deep"]
         row[name] = adjusted_rand_score(y, labels)
@@ -87,7 +87,7 @@ def ari_by_scale(
 
 def mean_by_scale(rows: pd.DataFrame) -> pd.DataFrame:
     """Mean ARI per half, count of pairs and scale (and of the deep model alone), with the number of fits."""
-    columns = ["deep", *(f"scale {scale:g}" for scale in SCALES), *(f"rate {rate:g}" for rate in RATES)]
+    columns = ["deep", *SHARES]
     means = rows.groupby(["half", "num_pairs"])[columns].mean()
     means.insert(0, "fits", rows.groupby(["half", "num_pairs"]).size())
     return means

@@ -11,7 +11,7 @@ from experiments import your_data_bench as bench
 def test_a_row_per_fit_with_the_ari_of_each_scale():
     rows = pd.DataFrame(fallback_weight.fallback_rows(["iris"], [0], [30], bench.TINY_PARAMS))
     assert len(rows) == 1 and rows.half.item() == "tuning" and rows.num_pairs.item() == 30
-    scales = [*(f"scale {scale:g}" for scale in fallback_weight.SCALES)]
+    scales = [f"scale {scale:g}" for scale in fallback_weight.SCALES]
     scales += [f"rate {rate:g}" for rate in fallback_weight.RATES]
     assert rows[["deep", *scales]].apply(lambda column: column.between(-1, 1)).all(axis=None)
     means = fallback_weight.mean_by_scale(rows)
