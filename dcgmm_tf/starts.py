@@ -131,8 +131,10 @@ INPUT_GMM_INITS = 5  # the input-space start keeps the best of this many EM runs
 # ... and tries full covariances where F^2 times the rows fitted is at most this (one EM step then costs about as
 # much as one of 50 features on FIT_SAMPLES rows): 100 features up to 25,000 rows, 50 up to FIT_SAMPLES
 FULL_COVARIANCE_COST = 50**2 * FIT_SAMPLES
-# EM's floor on each variance (scikit-learn's reg_covar), in units of the scaled features' variance, which is 1
-INPUT_GMM_COVARIANCE_FLOOR = 1e-6
+# EM's floor on each variance (scikit-learn's reg_covar), in units of the scaled features' variance, which is 1 ...
+INPUT_GMM_COVARIANCE_FLOOR = 1e-5
+# ... and the floor of the fits whose BIC chooses the covariance type
+INPUT_GMM_CHOICE_FLOOR = 1e-6
 
 
 def input_gmm(
@@ -142,6 +144,7 @@ def input_gmm(
     spread: np.ndarray | None = None,
     constraints: ConstraintSet | None = None,
     covariance_floor: float = INPUT_GMM_COVARIANCE_FLOOR,
+    choice_floor: float = INPUT_GMM_CHOICE_FLOOR,
 ) -> GaussianMixture:
     """The GMM of :func:`input_gmm_fits` (one per covariance type) whose clusters agree with more of the answered
     ``constraints`` (summed confidence, :func:`pair_agreement`); without pairs, or where they agree with as many,
@@ -150,7 +153,7 @@ def input_gmm(
     The pairs choose because the likelihood can prefer a model of the features' shape to one of the classes: on
     tf-idf features a diagonal GMM can have the better BIC and held-out likelihood and cluster the documents by
     their length, not their topic (docs/your-data.md)."""
-    fits = input_gmm_fits(x, num_clusters, seed, spread, covariance_floor)
+    fits = input_gmm_fits(x, num_clusters, seed, spread, covariance_floor, choice_floor)
     if constraints is None or not len(constraints):
         return fits[0]
     return max(fits, key=lambda gmm: pair_agreement(gmm, x, constraints))  # the first of the most agreement
@@ -162,10 +165,11 @@ def input_gmm_fits(
     seed: int = 0,
     spread: np.ndarray | None = None,
     covariance_floor: float = INPUT_GMM_COVARIANCE_FLOOR,
+    choice_floor: float = INPUT_GMM_CHOICE_FLOOR,
 ) -> list[GaussianMixture]:
     """GMMs fitted in the input space to at most ``FIT_SAMPLES`` rows of ``x`` [N, F], in the order of their BIC:
     a diagonal one and, where affordable (``FULL_COVARIANCE_COST``), a full-covariance one, each the better BIC of
-    its EM runs (``INPUT_GMM_INITS``).
+    its EM runs (``INPUT_GMM_INITS``). The order is that of the types' fits at ``choice_floor``.
 
     ``spread`` [F] (optional) is each feature's spread before ``x`` was scaled. When the features had unequal
     spreads, EM also runs, per covariance type, on the features at their original relative spread (see
@@ -175,21 +179,37 @@ def input_gmm_fits(
 
     ``covariance_floor`` is added to every variance in EM (scikit-learn's ``reg_covar``), here in units of the
     scaled features' variance, so that the fit does not depend on the data's units as scikit-learn's fixed
-    ``reg_covar`` of the raw features does. Larger floors clustered the benchmark's tuning half worse
-    (docs/your-data.md)."""
+    ``reg_covar`` of the raw features does. Where ``choice_floor`` differs, each type is fitted at both floors: the
+    BIC of its fit at ``choice_floor`` orders the types, and its fit at ``covariance_floor`` is returned. On tf-idf
+    features the BIC at the larger floor can prefer a diagonal GMM that clusters the documents by their length,
+    while EM at the smaller floor can end on a cluster of fewer samples than features, whose covariance is singular
+    but for the floor (docs/your-data.md)."""
     x = _check_embeddings(np.asarray(x, np.float64), num_clusters)
     subset = _fit_subset(x, seed)
     kinds = ("diag", "full") if x.shape[1] ** 2 * len(subset) <= FULL_COVARIANCE_COST else ("diag",)
     relative = None
     if spread is not None and np.ptp(spread) > 1e-6 * np.max(spread):
         relative = np.asarray(spread, np.float64) / np.mean(spread)
-    best = []  # (BIC, fit) of each covariance type's fit of lower BIC
+    best = []  # (BIC at choice_floor, fit at covariance_floor) of each covariance type
     for kind in kinds:
-        fits = [_gmm(num_clusters, kind, seed, covariance_floor, n_init=INPUT_GMM_INITS).fit(subset)]
-        if relative is not None:
-            fits.append(_em_at_spread(subset, num_clusters, kind, seed, relative, covariance_floor))
-        best.append(min(((gmm.bic(subset), gmm) for gmm in fits), key=lambda scored: scored[0]))
+        chooser = _best_fit(subset, num_clusters, kind, seed, relative, choice_floor)
+        if choice_floor != covariance_floor:
+            fit = _best_fit(subset, num_clusters, kind, seed, relative, covariance_floor)
+        else:
+            fit = chooser
+        best.append((chooser.bic(subset), fit))
     return [gmm for _, gmm in sorted(best, key=lambda scored: scored[0])]
+
+
+def _best_fit(
+    x: np.ndarray, num_clusters: int, kind: str, seed: int, relative: np.ndarray | None, covariance_floor: float
+) -> GaussianMixture:
+    """The GMM of ``x`` of one covariance type: the lower BIC of EM on ``x`` and, where ``relative`` is given,
+    of :func:`_em_at_spread`."""
+    fits = [_gmm(num_clusters, kind, seed, covariance_floor, n_init=INPUT_GMM_INITS).fit(x)]
+    if relative is not None:
+        fits.append(_em_at_spread(x, num_clusters, kind, seed, relative, covariance_floor))
+    return min(fits, key=lambda gmm: gmm.bic(x))
 
 
 def _gmm(num_clusters: int, kind: str, seed: int, covariance_floor: float, **init: Any) -> GaussianMixture:

@@ -5,7 +5,9 @@ r"""Which covariance type of the input GMM finds the classes, and which criterio
 For every set of the benchmark's tuning half that the estimator models with the Gaussian likelihood
 (:data:`SETS`; ``--datasets`` for others), every seed and both covariance types, the estimator's GMM of that type
 (:func:`dcgmm_tf.starts.input_gmm_fits`, on the set scaled as the estimator scales it) gets a row: its ARI against
-the labels and three label-free criteria, the BIC per sample, the log-likelihood per sample on held-out folds
+the labels and three label-free criteria, the BIC per sample (that of the type's fit at the floor that chooses the
+type, ``dcgmm_tf.starts.INPUT_GMM_CHOICE_FLOOR``, which the estimator compares), the log-likelihood per sample on
+held-out folds
 (each fold scored by the GMMs fitted to the others), and the summed confidence of ``--pairs`` random answered
 pairs (the benchmark's draw for that seed) that its clusters respect (:func:`dcgmm_tf.starts.pair_agreement`). The
 rows go to ``<output_dir>/covariance_choice.csv``; printed is, per criterion, on how many (set, seed) it prefers the
@@ -56,6 +58,8 @@ def covariance_rows(names: Sequence[str], seeds: Sequence[int], num_pairs: int) 
             ml, cl = bench.draw_pairs(y, num_pairs, seed)
             pairs = ConstraintSet.from_pairs(len(x), ml=ml, cl=cl)
             fits = {gmm.covariance_type: gmm for gmm in starts.input_gmm_fits(x, k, seed, spread=scale)}
+            at_choice = starts.input_gmm_fits(x, k, seed, spread=scale, covariance_floor=starts.INPUT_GMM_CHOICE_FLOOR)
+            bic = {gmm.covariance_type: gmm.bic(x) / len(x) for gmm in at_choice}
             heldout = dict.fromkeys(fits, 0.0)
             for train, test in KFold(FOLDS, shuffle=True, random_state=seed).split(x):
                 for gmm in starts.input_gmm_fits(x[train], k, seed, spread=scale):
@@ -68,7 +72,7 @@ def covariance_rows(names: Sequence[str], seeds: Sequence[int], num_pairs: int) 
                         "seed": seed,
                         "covariance": kind,
                         "ari": float(adjusted_rand_score(y, gmm.predict(x))),
-                        "bic_per_sample": gmm.bic(x) / len(x),
+                        "bic_per_sample": bic[kind],
                         "heldout_loglik_per_sample": heldout[kind],
                         "num_pairs": num_pairs,
                         "pairs_respected": starts.pair_agreement(gmm, x, pairs) / np.abs(pairs.weight).max(),

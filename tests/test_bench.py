@@ -83,3 +83,11 @@ def test_fallback_score_times_each_covariance_type():
     result = fallback_score.measure(500, 3, 4, 50, ["diag", "full"])
     assert set(result["seconds"]) == {"diag", "full"} and all(s >= 0 for s in result["seconds"].values())
     assert 0 < result["peak_rss_mb_before"] <= result["peak_rss_mb"]
+
+
+def test_input_gmm_times_the_estimators_two_floors_and_one():
+    from bench import input_gmm
+
+    result = input_gmm.measure(300, 4, 3)
+    assert set(result) == {"two floors", "one floor"}
+    assert all(r["seconds"] >= 0 and r["covariance"] in ("diag", "full") for r in result.values())

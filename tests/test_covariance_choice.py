@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dcgmm_tf import ConstraintSet, starts
+from dcgmm_tf import ConstraintSet, metrics, starts
 from dcgmm_tf.estimator import input_scaling
 from experiments import covariance_choice
 from experiments import your_data_bench as bench
@@ -19,10 +19,12 @@ def test_rows_per_set_seed_and_covariance_type():
     offset, scale = input_scaling(x, "gaussian")
     x = (x - offset) / scale
     pairs = ConstraintSet.from_pairs(len(y), *bench.draw_pairs(y, 30, 0))
-    for gmm, row in zip(starts.input_gmm_fits(x, 3, 0, spread=scale), rows.itertuples()):
-        assert row.covariance == gmm.covariance_type
+    at_choice = starts.input_gmm_fits(x, 3, 0, spread=scale, covariance_floor=starts.INPUT_GMM_CHOICE_FLOOR)
+    for gmm, chooser, row in zip(starts.input_gmm_fits(x, 3, 0, spread=scale), at_choice, rows.itertuples()):
+        assert row.covariance == gmm.covariance_type == chooser.covariance_type
         assert row.pairs_respected == pairs.satisfied(gmm.predict(x)).sum()
-        assert row.bic_per_sample == pytest.approx(gmm.bic(x) / len(x))
+        assert row.ari == pytest.approx(metrics.ari(y, gmm.predict(x)))
+        assert row.bic_per_sample == pytest.approx(chooser.bic(x) / len(x))  # the BIC that orders the types
 
 
 def test_agreement_counts_the_criteria_that_prefer_the_better_type():

@@ -483,14 +483,34 @@ def test_full_covariances_are_tried_only_where_their_em_is_affordable(monkeypatc
 
 
 def test_the_input_gmms_covariance_floor_reaches_every_em_run(monkeypatch):
-    """The floor is scikit-learn's reg_covar of every EM run, at the scaled features' and at their original spread;
-    the default is scikit-learn's own, and a floor far above the features' variance shows in the variances kept."""
+    """The floors are scikit-learn's reg_covar of every EM run, at the scaled features' and at their original spread:
+    the choice floor (scikit-learn's own) in the fits that choose the type, the covariance floor in those returned,
+    whose variances it bounds."""
     x, spread = _crossing_clusters(), np.array([1.0, 3.0])
     floors = recorded_keyword(monkeypatch, start_module, "GaussianMixture", "reg_covar")
     start_module.input_gmm(x, 2, seed=0, spread=spread)
-    assert len(floors) == 6 and set(floors) == {GaussianMixture().reg_covar}  # 2 types x (scaled, spread, carried)
+    assert start_module.INPUT_GMM_CHOICE_FLOOR == GaussianMixture().reg_covar < start_module.INPUT_GMM_COVARIANCE_FLOOR
+    # 2 types x (scaled, spread, carried) at each floor
+    assert sorted(floors) == [GaussianMixture().reg_covar] * 6 + [start_module.INPUT_GMM_COVARIANCE_FLOOR] * 6
     floors.clear()
     wide = start_module.input_gmm(x, 2, seed=0, spread=spread, covariance_floor=100.0)
-    assert set(floors) == {100.0}
+    assert set(floors) == {100.0, start_module.INPUT_GMM_CHOICE_FLOOR}
     kept = wide.covariances_
     assert (kept if wide.covariance_type == "diag" else np.diagonal(kept, axis1=1, axis2=2)).min() >= 100.0
+    floors.clear()
+    start_module.input_gmm(x, 2, seed=0, spread=spread, covariance_floor=1e-3, choice_floor=1e-3)
+    assert floors == [1e-3] * 6  # one floor: each type fitted once
+
+
+def test_the_bic_at_the_choice_floor_orders_the_types_fitted_at_the_covariance_floor():
+    """At a floor of 3 the BIC prefers a diagonal GMM of the crossing clusters, at scikit-learn's floor a full one:
+    the fits returned have the first's floor and the second's order."""
+    x = _crossing_clusters()
+    at_floor = start_module.input_gmm_fits(x, 2, seed=0, covariance_floor=3.0, choice_floor=3.0)
+    assert [gmm.covariance_type for gmm in at_floor] == ["diag", "full"]
+    fits = start_module.input_gmm_fits(x, 2, seed=0, covariance_floor=3.0, choice_floor=1e-6)
+    assert [gmm.covariance_type for gmm in fits] == ["full", "diag"]
+    full, diag = fits
+    assert np.diagonal(full.covariances_, axis1=1, axis2=2).min() >= 3.0 and diag.covariances_.min() >= 3.0
+    for fit, same in zip(fits, at_floor[::-1]):
+        np.testing.assert_allclose(fit.means_, same.means_)
