@@ -74,7 +74,7 @@ def gpu_check(output_dir: str | Path, smoke: bool, data_dir: str | None = None, 
         print("no GPU: TensorFlow sees none; the steps run on the CPU", file=sys.stderr, flush=True)
     sizes = SMOKE if smoke else FULL
     data = [f"--data_dir={data_dir}"] if data_dir else []
-    run = ["-m", "experiments.run", "--dataset=fashion", "--num_pairs=6000", "--seed=0", "--verbose=0", *data]
+    run = ["-m", "experiments.run", "--dataset=fashion", "--num_constraints=6000", "--seed=0", "--verbose=0", *data]
     steps = {
         "device_check": [
             "-m",

@@ -14,14 +14,14 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from dcgmm_tf import metrics, starts
+from dcgmm_tf import metrics, records, starts
 from dcgmm_tf.config import LATENT_CLASS_STARTS
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.storage import read_checked, write_atomically
 
 
 class ClusteringMetrics(keras.callbacks.Callback):
-    """Adds ACC / NMI / ARI of ``model.predict(x).argmax(-1)`` against ``y`` to the epoch logs.
+    """Adds ACC / NMI / ARI of the clusters ``records.predict_clusters(model, x)`` against ``y`` to the epoch logs.
 
     Runs every ``every`` epochs and after the last one (NaN in between); place it before ``CSVLogger`` / ``TensorBoard``
     in the callback list so they record the values. Also logs ``elapsed_seconds`` since training began.
@@ -47,10 +47,29 @@ class ClusteringMetrics(keras.callbacks.Callback):
         if (epoch + 1) % self.every and not last:
             scores = dict.fromkeys(("acc", "nmi", "ari"), float("nan"))  # keeps the CSV columns fixed
         else:
-            self.clusters = self.model.predict(self.x, batch_size=self.batch_size, verbose=0).argmax(-1)
+            self.clusters = records.predict_clusters(self.model, self.x, self.batch_size)
             scores = metrics.clustering_scores(self.y, self.clusters)
         for name, value in scores.items():
             logs[self.prefix + name] = value
+
+
+class EpochProgress(keras.callbacks.ProgbarLogger):
+    """Keras' progress bar and epoch line, without the values an epoch does not have.
+
+    :class:`ClusteringMetrics` writes NaN test scores on the epochs it does not evaluate, so that the history's
+    columns stay fixed; this logger leaves them out of the console (the history files keep them). Keras uses it in
+    place of its own progress logger when it is among ``fit``'s callbacks.
+    """
+
+    def on_epoch_end(self, epoch, logs=None):
+        super().on_epoch_end(epoch, {k: v for k, v in (logs or {}).items() if not _is_nan(v)})
+
+
+def _is_nan(value) -> bool:
+    try:
+        return math.isnan(float(value))
+    except (TypeError, ValueError):
+        return False
 
 
 class ClusterRestart(keras.callbacks.Callback):
@@ -83,6 +102,7 @@ class ClusterRestart(keras.callbacks.Callback):
         done, total = epoch + 1, (self.params or {}).get("epochs", 0)
         if (done % self.every and done != total) or self.model.stop_training:
             return
+        began = time.perf_counter()
         starts.init_clusters(
             self.model,
             self.x,
@@ -92,7 +112,8 @@ class ClusterRestart(keras.callbacks.Callback):
             self.seed + done,
             em_starts=self.em_starts,
         )
-        logging.info("mixture restarted by %s after epoch %d", self.strategy, done)
+        seconds = time.perf_counter() - began
+        logging.info("mixture restarted by %s after epoch %d in %.1f s", self.strategy, done, seconds)
 
 
 class NonFiniteLossGuard(keras.callbacks.Callback):

@@ -42,7 +42,6 @@ MIXED_PRECISION_POLICIES = {"off": "float32", "bf16": "mixed_bfloat16", "fp16": 
 
 
 _ALWAYS = object()  # a field that is always part of RunConfig.key()
-KEY_NAMES = {"num_pairs": "num_constraints"}  # fields that key() hashes under their first name, so keys stay
 
 
 def setting(
@@ -141,7 +140,9 @@ class RunConfig:
     )
 
     # Pairs: which answers the run trains with.
-    num_pairs: int = setting(6000, "Number of random pairs drawn from the labels and answered.", lower=0)
+    num_constraints: int = setting(
+        6000, "Number of random pairs drawn from the labels and answered (must-links and cannot-links).", lower=0
+    )
     alpha: float | None = setting(
         None,
         "Constraint confidence |W_ij|; default 1e4, or 1000*log((1-q)/q) when "
@@ -417,7 +418,7 @@ class RunConfig:
         renamed = {f.name: f.metadata["key_values"] for f in dataclasses.fields(self)}
         applies = {f.name: f.metadata["applies"] or (lambda config: True) for f in dataclasses.fields(self)}
         fields = {
-            KEY_NAMES.get(k, k): renamed[k].get(v, v)
+            k: renamed[k].get(v, v)
             for k, v in dataclasses.asdict(self).items()
             if k != "seed" and v != legacy[k] and applies[k](self)
         }

@@ -18,7 +18,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from dcgmm_tf.callbacks import NonFiniteLossGuard, TrainingBackup, trim_history
+from dcgmm_tf.callbacks import EpochProgress, NonFiniteLossGuard, TrainingBackup, trim_history
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.data.pipeline import checked_inputs, epoch_dataset, epoch_row_dataset, steps_per_epoch
 from dcgmm_tf.distribute import distributed_epoch_dataset, is_multi_worker
@@ -196,6 +196,7 @@ def fit_mixture(
             keras.callbacks.TensorBoard(str(run_dir / "tensorboard")),
             backup,
         ]
+    callbacks.append(EpochProgress())
     args = (schedule.batch_size, schedule.seed, schedule.layout, initial_epoch)
     fit_args, source = {}, contextlib.nullcontext()
     if distributed:

@@ -19,11 +19,12 @@ read a :class:`~dcgmm_tf.config.RunConfig`. The baselines' trainers are in :mod:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +110,7 @@ def make_constraints(config: RunConfig, y_train: np.ndarray) -> ConstraintSet:
         return ConstraintSet(read.i, read.j, np.sign(read.weight) * config.alpha, read.num_samples)
     return ConstraintSet.from_labels(
         y_train,
-        config.num_pairs,
+        config.num_constraints,
         alpha=config.alpha,
         q=config.q,
         link_type=config.link_type,
@@ -228,6 +229,14 @@ def make_model(config: RunConfig, input_shape: tuple[int, ...], likelihood: str,
         embedding_pair_weight=config.embedding_pair_weight,
         **networks,
     )
+
+
+@contextlib.contextmanager
+def phase(name: str) -> Iterator[None]:
+    """Logs that the phase ``name`` of a run (pretraining, tuning, the start, training) is done, and its seconds."""
+    began = time.perf_counter()
+    yield
+    logging.info("%s done in %.1f s", name, time.perf_counter() - began)
 
 
 def pretrained_model(
@@ -384,31 +393,41 @@ def started_model(
     x_train, y_train = run.inputs.x_train, run.inputs.y_train
     build = functools.partial(make_model, config, x_train.shape[1:], run.data.likelihood, run.num_clusters)
     if pretrained is None:
-        model = pretrained_model(
-            build,
-            x_train,
-            seed=pretrain_seed,
-            epochs=config.pretrain_epochs,
-            batch_size=config.pretrain_batch_size,
-            name=run.data.name,
-            cache_dir=cache_folder(runtime),
-            verbose=runtime.verbose,
-        )
+        with phase("pretraining"):
+            model = pretrained_model(
+                build,
+                x_train,
+                seed=pretrain_seed,
+                epochs=config.pretrain_epochs,
+                batch_size=config.pretrain_batch_size,
+                name=run.data.name,
+                cache_dir=cache_folder(runtime),
+                verbose=runtime.verbose,
+            )
     else:
         model = with_autoencoder(build, pretrain_seed, pretrained)
-    tune(model, x_train, run.constraints, epochs=config.pair_tuning_epochs, weight=config.pair_tuning_weight, seed=seed)
-    start_mixture(
-        model,
-        x_train,
-        config.cluster_init,
-        run.constraints,
-        labels=y_train,
-        labels_per_class=config.init_labels_per_class,
-        num_components=config.init_components or None,
-        seed=seed,
-        gmm_seed=pretrain_seed,
-        em_starts=config.init_em_starts,
-    )
+    with phase("tuning with the pairs"):
+        tune(
+            model,
+            x_train,
+            run.constraints,
+            epochs=config.pair_tuning_epochs,
+            weight=config.pair_tuning_weight,
+            seed=seed,
+        )
+    with phase(f"the start ({config.cluster_init})"):
+        start_mixture(
+            model,
+            x_train,
+            config.cluster_init,
+            run.constraints,
+            labels=y_train,
+            labels_per_class=config.init_labels_per_class,
+            num_components=config.init_components or None,
+            seed=seed,
+            gmm_seed=pretrain_seed,
+            em_starts=config.init_em_starts,
+        )
     if pretrain_seed != seed:  # the training itself (sampling, batches) follows the run's seed
         pretrained = model
         with process_seeds(seed):  # its initial weights are replaced; the caller's random state stays as it is
@@ -538,16 +557,17 @@ def train_dcgmm(
     scores = []  # the test metrics every runtime.eval_every epochs and after the last
     if len(x_test):
         scores.append(ClusteringMetrics(x_test, y_test, every=runtime.eval_every, batch_size=runtime.eval_batch_size))
-    history = fit_config(
-        model,
-        config,
-        x_train,
-        run.constraints,
-        runtime,
-        epochs=config.epochs,
-        run_dir=run.run_dir,
-        callbacks=[*scores, *callbacks],
-    )
+    with phase("training"):
+        history = fit_config(
+            model,
+            config,
+            x_train,
+            run.constraints,
+            runtime,
+            epochs=config.epochs,
+            run_dir=run.run_dir,
+            callbacks=[*scores, *callbacks],
+        )
     if run.run_dir is not None:
         write_atomically(run.run_dir / "model.keras", model.save, checksum=True)
     return TrainedModel(model, history, start_acc, scores[0].clusters if scores else None)
@@ -615,7 +635,7 @@ def results_row(
     runtime: RuntimeConfig,
 ) -> dict[str, Any]:
     """The results row of a trained run: its scores on the test split, the satisfaction of the training
-    constraints (NaN without constraints), ``start_acc`` (the test ACC of the initial clustering), ``num_pairs``
+    constraints (NaN without constraints), ``start_acc`` (the test ACC of the initial clustering), ``num_constraints``
     (the pairs answered) and ``training_pairs`` (the constraints it trained with: the answers and, with
     ``spread_neighbours``, their spread copies), its settings, ``train_seconds`` and ``config`` (``config.key()``);
     with ``num_clusters=0`` also ``chosen_k``, the K chosen from the pairs.
@@ -631,7 +651,7 @@ def results_row(
         "dataset": run.data.name,
         "method": config.method,
         "seed": config.seed,
-        "num_pairs": len(run.answers),
+        "num_constraints": len(run.answers),
         "training_pairs": len(constraints),
         "q": config.q,
         "alpha": float(np.abs(constraints.weight).max()) if len(constraints) else 0.0,

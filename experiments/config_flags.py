@@ -8,13 +8,12 @@ API accept the same values and say so with the same words.
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from typing import Any, TypeVar
 
 from absl import flags
 
 Config = TypeVar("Config")
-RENAMED_FLAGS = {"num_constraints": "num_pairs"}  # an old flag name, still accepted with a warning: the field
+ALIASES = {"num_pairs": "num_constraints"}  # another name a flag is accepted under, silently: the field
 
 
 def define_flags(config_class: type, flag_values: flags.FlagValues = flags.FLAGS) -> None:
@@ -43,9 +42,9 @@ def define_flags(config_class: type, flag_values: flags.FlagValues = flags.FLAGS
                 flag_values=flag_values,
             )
     names = {f.name for f in dataclasses.fields(config_class)}
-    for old, new in RENAMED_FLAGS.items():
-        if new in names and old not in flag_values:
-            flags.DEFINE_string(old, None, f"Old name of --{new}, accepted with a warning.", flag_values=flag_values)
+    for alias, name in ALIASES.items():
+        if name in names and alias not in flag_values:
+            flags.DEFINE_string(alias, None, f"Another name of --{name}.", flag_values=flag_values)
 
 
 def _holds(check: Any, flag_value: Any, default: Any) -> bool:
@@ -68,13 +67,13 @@ def config_from_flags(
     config_class: type[Config], flag_values: flags.FlagValues = flags.FLAGS, **overrides: Any
 ) -> Config:
     """An instance of ``config_class`` from the parsed flags of its fields, with ``overrides`` on top."""
-    values = {f.name: _value(flag_values[f.name].value, f.default) for f in dataclasses.fields(config_class)}
-    for old, new in RENAMED_FLAGS.items():
-        if new in values and old in flag_values and flag_values[old].present:
-            if flag_values[new].present:
-                raise ValueError(f"--{old} is the old name of --{new}: give one of them, not both.")
-            warnings.warn(f"--{old} is renamed --{new}; the old name will be removed.", FutureWarning, stacklevel=2)
-            values[new] = flag_values[new].parser.parse(flag_values[old].value)
+    fields = {f.name: f for f in dataclasses.fields(config_class)}
+    values = {name: _value(flag_values[name].value, f.default) for name, f in fields.items()}
+    for alias, name in ALIASES.items():
+        if name in values and alias in flag_values and flag_values[alias].present:
+            if flag_values[name].present:
+                raise ValueError(f"--{alias} is another name of --{name}: give one of them, not both.")
+            values[name] = _value(flag_values[name].parser.parse(flag_values[alias].value), fields[name].default)
     return config_class(**{**values, **overrides})
 
 

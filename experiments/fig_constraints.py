@@ -48,7 +48,7 @@ def constraints_figure(
     data = load_dataset(config.dataset, runtime.data_dir, image_size=config.image_size)
     n = fig_common.training_sample_count(data, config)
     configs = [
-        dataclasses.replace(config, method=method, num_pairs=int(round(f * n)), q=0.0)
+        dataclasses.replace(config, method=method, num_constraints=int(round(f * n)), q=0.0)
         for method in fig_common.available_methods(methods)
         for f in fractions
     ]
@@ -56,7 +56,7 @@ def constraints_figure(
     rows = rows[rows["epochs"] == config.epochs]
     fig_common.plot_metrics(
         rows,
-        "num_pairs",
+        "num_constraints",
         f"number of constraints (N = {n})",
         output_dir / f"{FIGURE}.png",
         f"{data.name}: clustering vs number of constraints",
@@ -68,7 +68,7 @@ def main(argv):
     del argv
     config, runtime, output_dir, runs = fig_common.figure_configs(FIGURE, FLAGS)
     rows = constraints_figure(config, runtime, output_dir, runs, FLAGS.methods, [float(f) for f in FLAGS.fractions])
-    print(rows.groupby(["method", "num_pairs"])[["acc", "nmi", "ari"]].mean().to_string(), file=sys.stdout)
+    print(rows.groupby(["method", "num_constraints"])[["acc", "nmi", "ari"]].mean().to_string(), file=sys.stdout)
 
 
 if __name__ == "__main__":

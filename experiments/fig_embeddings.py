@@ -1,10 +1,10 @@
 r"""Figs. 4 and 5: 2-D PCA of the test embeddings mu(x), coloured by true label, VaDE next to DC-GMM.
 
-    python -m experiments.fig_embeddings --dataset=fashion --num_pairs=6000
+    python -m experiments.fig_embeddings --dataset=fashion --num_constraints=6000
     python -m experiments.fig_embeddings --dataset=utkface_gender --architecture=vgg --vgg_filters=64,128 \
         --latent_dim=50 --constraint_fraction=2 --epochs=1000 --lr_decay_epochs=50
 
-Trains VaDE (no constraints) and DC-GMM (--num_pairs) with run.py's flags, embeds the test split
+Trains VaDE (no constraints) and DC-GMM (--num_constraints) with run.py's flags, embeds the test split
 with each, and projects each embedding on its own first two principal components. Writes results.csv,
 embeddings.csv (method, pc1, pc2, label, cluster) and embeddings.png to --output_dir (default
 docs/figures/embeddings).
@@ -32,7 +32,7 @@ flags.DEFINE_list(
 flags.DEFINE_float(
     "constraint_fraction",
     0.0,
-    "If > 0, DC-GMM gets this many constraints per training sample (faces: 2, i.e. 2N) instead of --num_pairs.",
+    "If > 0, DC-GMM gets this many constraints per training sample (faces: 2, i.e. 2N) instead of --num_constraints.",
     allow_override=True,
 )
 
@@ -92,7 +92,7 @@ def embeddings_figure(
     methods = fig_common.available_methods(methods)
     if constraint_fraction > 0:
         n = fig_common.training_sample_count(data, config)
-        config = dataclasses.replace(config, num_pairs=int(round(constraint_fraction * n)))
+        config = dataclasses.replace(config, num_constraints=int(round(constraint_fraction * n)))
     configs = [dataclasses.replace(config, method=m) for m in methods]
     rows = fig_common.sweep(configs, data, runtime, output_dir / "results.csv", runs)
     x_test, y_test = fig_common.test_split(config, data)
@@ -118,7 +118,7 @@ def embeddings_figure(
         scores,
         output_dir / f"{FIGURE}.png",
         f"{data.name}: PCA of the test embeddings ({len(x_test)} samples, DC-GMM with "
-        f"{config.num_pairs} constraints)\n{fig_common.schedule_note(config, runs)}",
+        f"{config.num_constraints} constraints)\n{fig_common.schedule_note(config, runs)}",
     )
     return scores
 
@@ -127,7 +127,7 @@ def main(argv):
     del argv
     config, runtime, output_dir, runs = fig_common.figure_configs(FIGURE, FLAGS)
     scores = embeddings_figure(config, runtime, output_dir, runs, FLAGS.methods, FLAGS.constraint_fraction)
-    print(scores[["method", "num_pairs", "acc", "nmi", "ari"]].to_string(index=False))
+    print(scores[["method", "num_constraints", "acc", "nmi", "ari"]].to_string(index=False))
 
 
 if __name__ == "__main__":

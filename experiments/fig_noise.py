@@ -64,12 +64,12 @@ def noise_figure(
     configs = []
     for method in fig_common.available_methods(methods):
         for level, q in enumerate(noise_levels):
-            setting = {"method": method, "num_pairs": num_constraints, "q": q}
+            setting = {"method": method, "num_constraints": num_constraints, "q": q}
             if method == "cidec" and cidec_penalties:
                 setting.update(cidec_ml_penalty=cidec_penalties[level], cidec_cl_penalty=cidec_penalties[level])
             configs.append(dataclasses.replace(config, **setting))
     rows = fig_common.sweep(configs, data, runtime, output_dir / "results.csv", runs)
-    rows = rows[(rows["epochs"] == config.epochs) & (rows["num_pairs"] == num_constraints)]
+    rows = rows[(rows["epochs"] == config.epochs) & (rows["num_constraints"] == num_constraints)]
     fig_common.plot_metrics(
         rows, "q", "noise level q", output_dir / f"{FIGURE}.png", f"{data.name}: {num_constraints} noisy constraints"
     )

@@ -1,6 +1,6 @@
 r"""Appendix (generated faces): per cluster, the decoded cluster mean and samples from the cluster.
 
-    python -m experiments.fig_samples --dataset=fashion --num_pairs=6000
+    python -m experiments.fig_samples --dataset=fashion --num_constraints=6000
     python -m experiments.fig_samples --dataset=fashion --model_path=results/embeddings/runs/.../model.keras
 
 Row k shows E[x | z = mu_k] and then E[x | z] for z ~ N(mu_k, sigma_k^2). Clusters are ordered by the true

@@ -30,7 +30,7 @@ class Row:
 
     Attributes:
       method: What ran, as the reader sees it.
-      flags: The flags added to the common command (``--dataset=fashion --num_pairs=6000`` unless they say
+      flags: The flags added to the common command (``--dataset=fashion --num_constraints=6000`` unless they say
         otherwise), or "" for the paper's own row.
       folder: The folder under ``docs/results`` whose ``summary.csv`` holds the numbers; "" for the paper's row.
       where: Column values that pick the summary row (e.g. ``{"seeds": "0-9"}``).

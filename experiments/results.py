@@ -25,7 +25,7 @@ NUMERIC = (*METRICS, "seed")  # columns whose values must parse as numbers (NaN 
 TEXT = ("config",)  # hex keys that may look like numbers ("012345678901"): kept as written
 # Columns renamed since files were written: old name -> new name. Readers give old files the new names; rows
 # appended to an old file go under its old names.
-RENAMED = {"pretrain_acc": "start_acc", "num_constraints": "num_pairs"}
+RENAMED = {"pretrain_acc": "start_acc", "num_pairs": "num_constraints"}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -162,7 +162,8 @@ def read_rows(path: str | os.PathLike) -> pd.DataFrame:
 
 
 def summarise(
-    rows: pd.DataFrame, keys: tuple[str, ...] = ("dataset", "method", "num_pairs", "q", "alpha", "epochs", "config")
+    rows: pd.DataFrame,
+    keys: tuple[str, ...] = ("dataset", "method", "num_constraints", "q", "alpha", "epochs", "config"),
 ) -> pd.DataFrame:
     """Mean and standard deviation of each metric over the runs of each configuration (the ``keys`` present)."""
     present = [m for m in METRICS if m in rows]

@@ -1,6 +1,6 @@
 r"""Train and evaluate DC-GMM (or VaDE, or a Table 1 baseline) and append one results row per run.
 
-    python -m experiments.run --dataset=fashion --num_pairs=6000 --runs=3
+    python -m experiments.run --dataset=fashion --num_constraints=6000 --runs=3
 
 The flags are the fields of ``dcgmm_tf.config.RunConfig`` (what decides the results) and ``RuntimeConfig``
 (threads, paths, output), plus ``--runs``: run r uses seed ``--seed`` + r. A run whose row (data set, method,
@@ -108,7 +108,7 @@ def plot_run(result: RunResult, data: DataSplits, run_dir: Path) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     row = result.row
     title = (
-        f"{row['method']} on {row['dataset']}, seed {row['seed']}, {row['num_pairs']} constraints: "
+        f"{row['method']} on {row['dataset']}, seed {row['seed']}, {row['num_constraints']} constraints: "
         f"test ACC {row['acc']:.3f}, NMI {row['nmi']:.3f}, ARI {row['ari']:.3f}"
     )
     history = pd.DataFrame(result.trained.history)

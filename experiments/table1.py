@@ -39,7 +39,7 @@ flags.DEFINE_string("paper_table", str(PAPER_TABLE), "The paper's Table 1 (colum
 
 PAPER_DATASETS = {"mnist": "mnist", "fashion_mnist": "fashion", "reuters": "reuters", "stl10": "stl10"}
 TABLE_METRICS = ("acc", "nmi", "ari")
-RUN_KEY = ("dataset", "method", "seed", "num_pairs", "q", "epochs")
+RUN_KEY = ("dataset", "method", "seed", "num_constraints", "q", "epochs")
 
 
 def parse_overrides(entries: list[str]) -> dict[str, dict[str, str]]:
@@ -130,7 +130,7 @@ def table1(
         for seed in range(first.seed, first.seed + runs_per_cell):
             for method, method_config in method_configs.items():
                 method_config = dataclasses.replace(method_config, dataset=name, seed=seed)
-                num_constraints = 0 if method == "vade" else method_config.num_pairs
+                num_constraints = 0 if method == "vade" else method_config.num_constraints
                 wanted.append(
                     dict(
                         zip(RUN_KEY, (data.name, method, seed, num_constraints, method_config.q, method_config.epochs))

@@ -13,5 +13,5 @@ if [[ "${1:-}" == "--quick" ]]; then
   shift
   set -- --runs=1 --output_dir=results/fashion_quick "$@"  # later flags win over earlier ones
 fi
-.venv/bin/python -m experiments.run --dataset=fashion --num_pairs=6000 --runs=5 --eval_every=5 \
+.venv/bin/python -m experiments.run --dataset=fashion --num_constraints=6000 --runs=5 --eval_every=5 \
   --output_dir=results/fashion "$@"

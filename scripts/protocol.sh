@@ -18,7 +18,7 @@ failed=0
 for threads in ${THREADS:-2 1}; do
   for seed in 0 1 2 3 4; do
     while (( $(jobs -rp | wc -l) >= ${JOBS:-2} )); do wait -n || failed=1; done
-    "$PY" -m experiments.run --dataset=fashion --num_pairs=6000 --seed="$seed" --threads="$threads" \
+    "$PY" -m experiments.run --dataset=fashion --num_constraints=6000 --seed="$seed" --threads="$threads" \
       --eval_every=5 --verbose=0 --output_dir="$OUT/threads$threads" --cache_dir="data/cache/protocol-threads$threads" \
       "$@" > "$OUT/threads$threads-seed$seed.log" 2>&1 &
   done
@@ -36,7 +36,7 @@ out = Path(sys.argv[1])
 parts = [results.read_rows(out / f"threads{t}" / "results.csv").assign(threads=t) for t in (1, 2)]
 rows = pd.concat([p for p in parts if len(p)])
 results.write_csv_atomically(rows, out / "results.csv")
-keys = ("dataset", "method", "num_pairs", "epochs", "config")
+keys = ("dataset", "method", "num_constraints", "epochs", "config")
 summary = pd.concat([results.summarise(rows, (*keys, "threads")), results.summarise(rows, keys).assign(threads="all")])
 summary["acc_min"] = [rows.loc[rows["threads"].eq(t) | (t == "all"), "acc"].min() for t in summary["threads"]]
 results.write_csv_atomically(summary, out / "summary.csv")

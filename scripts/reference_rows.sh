@@ -14,19 +14,19 @@ OLDER="--pretrain_epochs=10 --init_em_starts=10 --pair_tuning_epochs=0 --epochs=
 OLDER="$OLDER --lr_schedule=staircase --spread_neighbours=0"
 C="$OLDER --max_train_samples=2000 --max_test_samples=500 --threads=1 --verbose=0 --cache_dir=$OUT/cache --eval_every=2"
 $PY -m experiments.run $C --output_dir="$OUT/dcgmm" --epochs=4 --pretrain_epochs=2 --restart_every=2 \
-  --num_pairs=1000 --runs=2
+  --num_constraints=1000 --runs=2
 $PY -m experiments.run $C --output_dir="$OUT/vade" --method=vade --epochs=3 --pretrain_epochs=2
 $PY -m experiments.run $C --output_dir="$OUT/labels" --epochs=3 --pretrain_epochs=2 --cluster_init=labels \
-  --init_labels_per_class=5 --pretrain_seed=7 --num_pairs=500 --q=0.1
+  --init_labels_per_class=5 --pretrain_seed=7 --num_constraints=500 --q=0.1
 $PY -m experiments.run $C --output_dir="$OUT/gmm" --epochs=3 --pretrain_epochs=2 --cluster_init=gmm --layout=spread \
-  --link_type=must --transitive_closure --num_pairs=60
-$PY -m experiments.run $C --output_dir="$OUT/pck" --method=pckmeans --epochs=5 --num_pairs=500
+  --link_type=must --transitive_closure --num_constraints=60
+$PY -m experiments.run $C --output_dir="$OUT/pck" --method=pckmeans --epochs=5 --num_constraints=500
 $PY -m experiments.run $C --output_dir="$OUT/sdec" --method=sdec --epochs=2 --layer_pretrain_epochs=1 \
-  --finetune_epochs=1 --num_pairs=500
+  --finetune_epochs=1 --num_constraints=500
 $PY -m experiments.run $C --output_dir="$OUT/cidec" --method=cidec --epochs=2 --layer_pretrain_epochs=1 \
-  --finetune_epochs=1 --num_pairs=500
+  --finetune_epochs=1 --num_constraints=500
 $PY -m experiments.table1 $C --output_dir="$OUT/table1" --methods=vade,pckmeans,dcgmm --epochs=2 --pretrain_epochs=1 \
-  --overrides=pckmeans.epochs=4 --num_pairs=300
+  --overrides=pckmeans.epochs=4 --num_constraints=300
 $PY -m experiments.fig_noise $C --output_dir="$OUT/noise" --work_dir="$OUT/noise_work" --methods=pckmeans \
   --noise_levels=0.1,0.2 --epochs=3 --constraint_fraction=0.2 --cidec_noise_penalties=0.01,0.005
 $PY -m experiments.active $C --output_dir="$OUT/active" --max_train_samples=1500 --max_test_samples=400 \

@@ -91,3 +91,25 @@ def test_input_gmm_times_the_estimators_two_floors_and_one():
     result = input_gmm.measure(300, 4, 3)
     assert set(result) == {"two floors", "one floor"}
     assert all(r["seconds"] >= 0 and r["covariance"] in ("diag", "full") for r in result.values())
+
+
+@pytest.mark.slow
+def test_phases_reports_each_phase_and_restart_of_a_run(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.test_cli import write_toy_npz
+
+    data, output = write_toy_npz(tmp_path), tmp_path / "phases.jsonl"
+    flags = ["--epochs=2", "--pretrain_epochs=1", "--pair_tuning_epochs=1", "--restart_every=1", "--num_clusters=3"]
+    flags += ["--num_constraints=100", "--latent_dim=2", "--batch_size=32", "--verbose=0", f"--output={output}"]
+    cmd = [sys.executable, "-m", "bench.phases", f"--dataset={data}", *flags]
+    proc = subprocess.run(cmd, cwd=Path(__file__).parents[1], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(output.read_text())
+    assert list(result["phases_s"]) == ["pretraining", "tuning with the pairs", "the start (latent_class)", "training"]
+    assert list(result["restarts_s"]) == ["1", "2"]  # every epoch, the last included
+    assert sum(result["restarts_s"].values()) <= result["phases_s"]["training"]
+    assert sum(result["phases_s"].values()) <= result["train_seconds"] + 0.2  # the phases lie within the run's time
+    assert 0 < result["scores"]["acc"] <= 1

@@ -1,6 +1,7 @@
 """The runner's command line end to end on a small subset of the real Fashion-MNIST (the recipe itself is tested in
 this process in test_recipe.py)."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ COLUMNS = [
     "dataset",
     "method",
     "seed",
-    "num_pairs",
+    "num_constraints",
     "q",
     "alpha",
     "epochs",
@@ -39,7 +40,7 @@ def run_cli(tmp_path, *args):
         "--max_test_samples=300",
         "--epochs=2",
         "--pretrain_epochs=0",
-        "--num_pairs=300",
+        "--num_constraints=300",
         "--eval_every=1",
         "--verbose=0",
         f"--output_dir={tmp_path / 'out'}",
@@ -58,7 +59,7 @@ def test_cli_writes_results_summary_history_and_model(tmp_path):
     assert set(COLUMNS) <= set(rows.columns)
     assert list(rows["seed"]) == [5]
     assert (rows["dataset"] == "fashion_mnist").all() and (rows["method"] == "dcgmm").all()
-    assert rows["num_pairs"].tolist() == [300] and (rows["alpha"] == 1e4).all()
+    assert rows["num_constraints"].tolist() == [300] and (rows["alpha"] == 1e4).all()
     assert 300 < rows["training_pairs"].item() <= 3 * 300  # the default spreads each answer to nearest neighbours
     assert rows[["acc", "nmi", "ari", "constraint_satisfaction"]].notna().all().all()
     assert ((rows["acc"] > 0.1) & (rows["acc"] <= 1)).all()
@@ -80,3 +81,29 @@ def write_toy_npz(tmp_path, n_train=200, n_test=100):
     path = tmp_path / "toy.npz"
     np.savez(path, x_train=x, y_train=y, x_test=x_test, y_test=y_test)
     return path
+
+
+def test_the_runners_console_shows_phases_and_no_errors_nan_or_retracing(tmp_path):
+    """A run prints each phase with its time, an epoch line without the test scores of epochs it does not evaluate,
+    and no line that reads as an error (TensorFlow's C++ log) or a retracing warning."""
+    data = write_toy_npz(tmp_path)
+    cmd = [sys.executable, "-m", "experiments.run", f"--dataset={data}", "--epochs=3", "--pretrain_epochs=1"]
+    cmd += [
+        "--pair_tuning_epochs=1",
+        "--restart_every=0",
+        "--num_constraints=100",
+        "--num_clusters=3",
+        "--eval_every=2",
+    ]
+    cmd += ["--latent_dim=2", "--batch_size=32", f"--output_dir={tmp_path / 'out'}", f"--cache_dir={tmp_path / 'c'}"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    console = proc.stdout + proc.stderr
+    for phase in ("pretraining", "tuning with the pairs", "the start (latent_class)", "training"):
+        assert re.search(rf"\] {re.escape(phase)} done in \d+\.\d s", console), phase
+    assert not [line for line in console.splitlines() if re.match(r"E\d{4} ", line)]
+    assert "retracing" not in console
+    epoch_lines = [line for line in console.splitlines() if re.match(r"\d+/\d+ - \S+ - \S+/step - ", line)]
+    assert len(epoch_lines) == 1 + 3  # the pretraining's epoch and the training's three
+    assert ["test_acc" in line for line in epoch_lines[1:]] == [False, True, True]  # evaluated every 2 and at the end
+    assert "nan" not in " ".join(epoch_lines)

@@ -4,6 +4,7 @@ import dataclasses
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -189,15 +190,17 @@ def test_the_runner_takes_a_protocol_and_the_flags_given_win(argv, expected):
         assert run.configs(values)[0] == expected
 
 
-def test_the_old_flag_name_num_constraints_is_taken_with_a_warning():
+def test_num_constraints_is_taken_without_a_warning_and_num_pairs_is_a_silent_alias():
     from experiments import run
 
-    with parsed_flags(["run", "--num_constraints=300"]) as values, pytest.warns(FutureWarning, match="--num_pairs"):
-        assert run.configs(values)[0] == RunConfig(num_pairs=300)
-    with parsed_flags(["run", "--num_constraints=300", "--num_pairs=200"]) as values:
+    for flag in ("--num_constraints=300", "--num_pairs=300"):
+        with parsed_flags(["run", flag]) as values, warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert run.configs(values)[0] == RunConfig(num_constraints=300)
+    with parsed_flags(["run", "--num_pairs=300", "--num_constraints=200"]) as values:
         with pytest.raises(ValueError, match="give one of them, not both"):
             run.configs(values)
-    assert RunConfig(num_pairs=6000).key() == RunConfig().key() == "5e3a3ee7f6c4"  # hashed under its first name
+    assert RunConfig(num_constraints=6000).key() == RunConfig().key() == "5e3a3ee7f6c4"  # the rows' key as before
 
 
 def test_config_and_the_runner_flags_load_no_tensorflow():

@@ -473,7 +473,7 @@ def test_a_run_spreads_its_answers_when_asked(link_type):
     y = rng.integers(0, 3, 300)
     x = (0.1 + 0.8 * np.eye(3)[y].repeat(4, 1) + rng.normal(0, 0.05, (300, 12))).clip(0, 1).astype(np.float32)
     data = DataSplits(x, y.astype(np.int64), x[:30], y[:30].astype(np.int64), name="toy", likelihood="bernoulli")
-    config = RunConfig(num_pairs=40, q=0.1, link_type=link_type, num_clusters=3, spread_neighbours=0)
+    config = RunConfig(num_constraints=40, q=0.1, link_type=link_type, num_clusters=3, spread_neighbours=0)
     given = recipe.prepare_run(config, data).constraints
     spread_run = recipe.prepare_run(dataclasses.replace(config, spread_neighbours=2, spread_weight=0.25), data)
     spread = spread_run.constraints

@@ -226,7 +226,7 @@ def test_the_runner_repairs_what_it_can_and_refuses_what_it_cannot(tmp_path):
         "--epochs=1",
         "--pretrain_epochs=0",
         "--pair_tuning_epochs=0",
-        "--num_pairs=50",
+        "--num_constraints=50",
         "--latent_dim=2",
         "--batch_size=32",
         "--verbose=0",

@@ -4,6 +4,7 @@ package's import graph."""
 import ast
 import dataclasses
 import gzip
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -287,6 +288,31 @@ def test_real_fashion_mnist(monkeypatch):
     assert ds.x_train.min() == 0.0 and ds.x_train.max() == 1.0
     assert ds.num_classes == 10 and ds.likelihood == "bernoulli"
     np.testing.assert_array_equal(np.bincount(ds.y_train), np.full(10, 6000))
+
+
+def test_real_mnist(monkeypatch):
+    """The official release, which the set-up puts in data/mnist (scripts/fetch_mnist.py)."""
+    monkeypatch.delenv("DCGMM_DATA", raising=False)
+    ds = load_dataset("mnist", download=False)
+    assert ds.x_train.shape == (60000, 784) and ds.x_test.shape == (10000, 784)
+    assert ds.x_train.min() == 0.0 and ds.x_train.max() == 1.0 and ds.image_shape == (28, 28, 1)
+    train_counts = [5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949]
+    test_counts = [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
+    np.testing.assert_array_equal(np.bincount(ds.y_train), train_counts)
+    np.testing.assert_array_equal(np.bincount(ds.y_test), test_counts)
+
+
+def test_fetch_mnist_checks_what_it_writes(tmp_path):
+    """The fetch script refuses an archive or a file that is not the official one, and writes nothing then."""
+    spec = importlib.util.spec_from_file_location("fetch_mnist", Path(__file__).parents[1] / "scripts/fetch_mnist.py")
+    fetch_mnist = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fetch_mnist)
+    with pytest.raises(ValueError, match="SHA-256"):
+        fetch_mnist.extract(b"not the archive")
+    with pytest.raises(ValueError, match="expected 10008 bytes"):
+        fetch_mnist.check_file("t10k-labels-idx1-ubyte", b"\x00" * 10)
+    assert fetch_mnist.main(["--dest", str(tmp_path / "m"), "--url", (tmp_path / "none").as_uri()]) == 1
+    assert not (tmp_path / "m").exists() or not any((tmp_path / "m").iterdir())
 
 
 # ---------------------------------------------------------------- npz ---

@@ -117,7 +117,7 @@ def test_a_run_on_hog_features_trains_and_spreads_its_answers_there(tmp_path):
     config = RunConfig(
         dataset="digits",
         input_features="hog",
-        num_pairs=200,
+        num_constraints=200,
         epochs=2,
         pretrain_epochs=40,  # a start that clusters (start ACC about .55; one epoch starts at chance on some CPUs)
         pair_tuning_epochs=0,

@@ -57,7 +57,7 @@ def test_constraints_figure_sweeps_fractions_of_n(tiny, caplog):
     fig_constraints.constraints_figure(config, runtime, tiny / "constraints", 1, ["dcgmm", "nosuchmethod"], [0.1, 0.5])
     assert "nosuchmethod" in caplog.text  # skipped with a warning
     rows = pd.read_csv(tiny / "constraints" / "results.csv")
-    assert rows["num_pairs"].tolist() == [5, 24]  # N = 48 training images (80% of 60)
+    assert rows["num_constraints"].tolist() == [5, 24]  # N = 48 training images (80% of 60)
     assert (rows["method"] == "dcgmm").all() and rows[["acc", "nmi", "ari"]].notna().all().all()
     assert (tiny / "constraints_work" / "runs" / "dcgmm-shapes-seed0" / "confusion.png").exists()
     assert rows["schedule"].str.contains("1 pretraining \\+ 1 training epochs").all()
@@ -68,7 +68,7 @@ def test_noise_figure_uses_the_paper_confidence(tiny):
     config, runtime = settings(tiny, "noise")
     fig_noise.noise_figure(config, runtime, tiny / "noise", 1, ["dcgmm"], [0.2], 1.0)
     rows = pd.read_csv(tiny / "noise" / "results.csv")
-    assert rows["q"].tolist() == [0.2] and rows["num_pairs"].tolist() == [48]
+    assert rows["q"].tolist() == [0.2] and rows["num_constraints"].tolist() == [48]
     assert rows["alpha"].iloc[0] == pytest.approx(1000 * math.log(0.8 / 0.2), rel=1e-5)
     assert (tiny / "noise" / "noise.png").exists()
     with pytest.raises(ValueError, match="one value per noise level"):
@@ -77,10 +77,10 @@ def test_noise_figure_uses_the_paper_confidence(tiny):
 
 @pytest.mark.slow
 def test_embedding_and_sample_figures_with_vgg_networks(tiny):
-    config, runtime = settings(tiny, "embeddings", architecture="vgg", vgg_filters=(4, 8), num_pairs=40)
+    config, runtime = settings(tiny, "embeddings", architecture="vgg", vgg_filters=(4, 8), num_constraints=40)
     fig_embeddings.embeddings_figure(config, runtime, tiny / "embeddings", 1, ["vade", "dcgmm"])
     rows = pd.read_csv(tiny / "embeddings" / "results.csv")
-    assert rows["method"].tolist() == ["vade", "dcgmm"] and rows["num_pairs"].tolist() == [0, 40]
+    assert rows["method"].tolist() == ["vade", "dcgmm"] and rows["num_constraints"].tolist() == [0, 40]
     points = pd.read_csv(tiny / "embeddings" / "embeddings.csv")
     assert points.groupby("method").size().to_dict() == {"dcgmm": 12, "vade": 12}
     assert set(points["label"]) <= {0, 1, 2} and points[["pc1", "pc2"]].notna().all().all()
@@ -96,7 +96,7 @@ def test_embedding_and_sample_figures_with_vgg_networks(tiny):
 
 @pytest.mark.slow
 def test_table1_runs_each_method_with_its_overrides_and_joins_the_paper(tiny):
-    config, runtime = settings(tiny, "table1", num_pairs=20)
+    config, runtime = settings(tiny, "table1", num_constraints=20)
     runtime = dataclasses.replace(runtime, output_dir=str(tiny / "table1"))
     method_configs = {
         "pckmeans": dataclasses.replace(config, method="pckmeans", epochs=3),
@@ -146,14 +146,14 @@ def test_sweep_appends_rows_and_skips_configs_already_done(tmp_path, monkeypatch
     calls = []
 
     def fake_train_and_evaluate(config, data, runtime, callbacks=None):
-        calls.append((config.method, config.num_pairs, config.seed))
+        calls.append((config.method, config.num_constraints, config.seed))
         row = {
             "dataset": data.name,
             "method": config.method,
             "seed": config.seed,
             "acc": 0.5,
             "nmi": 0.5,
-            "num_pairs": config.num_pairs,
+            "num_constraints": config.num_constraints,
             "q": config.q,
             "epochs": config.epochs,
             "ari": 0.5,
@@ -165,11 +165,13 @@ def test_sweep_appends_rows_and_skips_configs_already_done(tmp_path, monkeypatch
     data = DataSplits(
         np.zeros((4, 2), np.float32), np.arange(4), np.zeros((2, 2), np.float32), np.arange(2), "d", "bernoulli"
     )
-    configs = [RunConfig(seed=3, epochs=7, num_pairs=n) for n in (10, 20)]
+    configs = [RunConfig(seed=3, epochs=7, num_constraints=n) for n in (10, 20)]
     runtime = RuntimeConfig(output_dir=str(tmp_path / "work"))
     rows = fig_common.sweep(configs, data, runtime, tmp_path / "results.csv", 2)
     assert calls == [("dcgmm", 10, 3), ("dcgmm", 10, 4), ("dcgmm", 20, 3), ("dcgmm", 20, 4)]
-    fig_common.sweep(configs + [RunConfig(seed=3, epochs=7, num_pairs=30)], data, runtime, tmp_path / "results.csv", 2)
+    fig_common.sweep(
+        configs + [RunConfig(seed=3, epochs=7, num_constraints=30)], data, runtime, tmp_path / "results.csv", 2
+    )
     assert calls[4:] == [("dcgmm", 30, 3), ("dcgmm", 30, 4)]
     assert len(rows) == 4 and len(pd.read_csv(tmp_path / "results.csv")) == 6
     assert rows["schedule"].str.contains("7 training epochs, 2 run").all()

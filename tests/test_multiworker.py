@@ -87,7 +87,7 @@ def test_two_workers_of_the_runner_write_the_same_row(tmp_path):
         "--epochs=2",
         "--restart_every=1",
         "--eval_every=1",
-        "--num_pairs=100",
+        "--num_constraints=100",
         "--threads=1",
         "--verbose=0",
         f"--cache_dir={tmp_path / 'cache'}",

@@ -49,7 +49,7 @@ def test_a_python_run_with_bf16_trains_in_bfloat16(tmp_path):
         dataset=toy_npz(tmp_path, 200, 50),
         epochs=1,
         pretrain_epochs=1,
-        num_pairs=50,
+        num_constraints=50,
         latent_dim=2,
         batch_size=32,
         mixed_precision="bf16",

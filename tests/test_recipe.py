@@ -25,7 +25,7 @@ def fixture_toy(tmp_path):
         epochs=2,
         pretrain_epochs=0,
         pair_tuning_epochs=0,
-        num_pairs=100,
+        num_constraints=100,
         latent_dim=2,
         batch_size=32,
         restart_every=2,
@@ -51,7 +51,7 @@ def test_python_call_gives_the_row_of_the_runner(toy, tmp_path):
     assert python_row["acc"] == recipe.metrics.cluster_accuracy(y_test, clusters)
     assert python_row["config"] == row["config"] == config.key()
     assert "chosen_k" not in python_row  # only a run that chose its K (num_clusters=0) has the column
-    assert python_row["seed"] == row["seed"] == 0 and python_row["num_pairs"] == row["num_pairs"] == 100
+    assert python_row["seed"] == row["seed"] == 0 and python_row["num_constraints"] == row["num_constraints"] == 100
     assert [python_row[m] for m in METRICS] == pytest.approx(row[METRICS].tolist(), abs=1e-6)
     assert summary.loc[0, "runs"] == 1 and summary.loc[0, "acc_mean"] == pytest.approx(row["acc"])
     assert {"loss", "reconstruction", "cluster_kl", "constraint", "test_acc"} <= set(trained.history)
@@ -67,7 +67,7 @@ def test_runner_main_builds_its_configs_from_the_flags(toy, tmp_path):
             "--epochs=2",
             "--pretrain_epochs=0",
             "--pair_tuning_epochs=0",
-            "--num_pairs=100",
+            "--num_constraints=100",
             "--latent_dim=2",
             "--batch_size=32",
             "--restart_every=2",
@@ -107,7 +107,7 @@ def test_pretrain_seed_shares_one_pretrained_model_across_runs(toy, tmp_path):
     config, runtime = toy
     flags = [
         f"--dataset={config.dataset}",
-        *("--epochs=1", "--pretrain_epochs=1", "--num_pairs=100", "--latent_dim=2", "--batch_size=32"),
+        *("--epochs=1", "--pretrain_epochs=1", "--num_constraints=100", "--latent_dim=2", "--batch_size=32"),
         *("--cluster_init=gmm", "--restart_every=0", "--verbose=0", "--eval_every=1"),
         f"--output_dir={runtime.output_dir}",
         f"--cache_dir={runtime.cache_dir}",
@@ -136,7 +136,7 @@ def test_finished_runs_are_skipped(toy, tmp_path, monkeypatch):
             "method": config.method,
             "seed": config.seed,
             "epochs": config.epochs,
-            "num_pairs": 10,
+            "num_constraints": 10,
             "acc": 0.5,
             "nmi": 0.5,
             "ari": 0.5,

