@@ -27,7 +27,7 @@ from dcgmm_tf import recipe, sizing, starts, validation
 from dcgmm_tf.config import CHOICE_RULES, MIXTURE_WEIGHTS, START_STRATEGIES
 from dcgmm_tf.constraints import ConstraintSet, as_constraint_set
 from dcgmm_tf.deep_fit import DeepFit
-from dcgmm_tf.fallback import fallback
+from dcgmm_tf.fallback import choose_labels
 
 
 def _epochs(lowest: int) -> list:
@@ -243,8 +243,18 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     def fit(
         self, X: Any, y: Any = None, *, ml: Any = None, cl: Any = None, constraints: ConstraintSet | None = None
     ) -> DCGMMClustering:
-        """Trains on ``X`` with must-links ``ml`` and cannot-links ``cl`` (index pairs into ``X``, confidence
-        ``alpha``) or a ``ConstraintSet`` with per-pair weights; without constraints it is VaDE. ``y`` is ignored."""
+        """Trains on ``X`` with must-links ``ml`` and cannot-links ``cl`` or a ``ConstraintSet``; without any, VaDE.
+
+        Args:
+          X: The training samples, shape (n_samples, n_features).
+          y: Ignored.
+          ml: Must-links, index pairs into ``X``, of confidence ``alpha``.
+          cl: Cannot-links, likewise.
+          constraints: A ``ConstraintSet`` with per-pair weights, instead of ``ml`` and ``cl``.
+
+        Returns:
+          The fitted estimator.
+        """
         del y
         X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=2)
         answers = as_constraint_set(len(X), ml, cl, constraints, weight=self.alpha)
@@ -259,14 +269,14 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         pairs, pretrained, count = spread(answers), None, None
         if candidates:  # K chosen on a pretrained embedding, whose autoencoder the fit takes too
             pretrained, count = steps.chosen_clusters(answers, candidates, spread)
-        k = count.num_clusters if count else int(self.n_clusters)
+        k = int(self.n_clusters) if count is None else count.num_clusters
         use_fallback = self.input_fallback and likelihood == "gaussian"
         gmm = rival = None
         if (self.input_start or use_fallback) and k > 1:  # the second start's clusters and the fallback's rival
             gmm = starts.input_gmm(x, k, steps.seed, spread=scale, constraints=answers)
             rival = starts.assign(gmm, x)
         fits = steps.train_starts(pairs, k, pretrained, rival if self.input_start else None)
-        kept = fallback(x, pairs, fits.kept_labels, gmm if use_fallback else None, rival)
+        kept = choose_labels(x, pairs, fits.kept_labels, gmm if use_fallback else None, rival)
         self.likelihood_, self.offset_, self.scale_, self.constraints_ = likelihood, offset, scale, pairs
         self.hidden_units_, self.schedule_, self.n_clusters_ = steps.hidden_units, steps.schedule, k
         self.model_, self.history_, self.start_, self.fit_losses_ = fits.model, fits.history, fits.start, fits.losses
@@ -305,11 +315,6 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             self.verbose,
         )
 
-    def _probabilities(self, x: np.ndarray) -> np.ndarray:
-        if self.chosen_ == "input":
-            return self.input_mixture_.predict_proba(x)
-        return self.model_.cluster_probabilities(x)
-
     def _scaled(self, X: np.ndarray) -> np.ndarray:
         return sizing.scaled(X, self.offset_, self.scale_)
 
@@ -318,8 +323,9 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         return self._scaled(validate_data(self, X, dtype=[np.float64, np.float32], reset=False))
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """p(c|x) for each sample and cluster, shape (n_samples, n_clusters)."""
-        return self._probabilities(self._fitted_input(X))
+        """p(c|x) for each sample and cluster, shape (n_samples, n_clusters), of the clustering ``chosen_``."""
+        x = self._fitted_input(X)
+        return self.input_mixture_.predict_proba(x) if self.chosen_ == "input" else self.model_.cluster_probabilities(x)
 
     def predict(self, X: Any) -> np.ndarray:
         """The most probable cluster of each sample."""

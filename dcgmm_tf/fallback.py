@@ -131,7 +131,7 @@ def choose(
     return chosen, scores, scored["input"].with_pairs(x, constraints)
 
 
-def fallback(
+def choose_labels(
     x: np.ndarray,
     constraints: ConstraintSet,
     deep_labels: np.ndarray,
@@ -162,6 +162,6 @@ def fallback(
         "a Gaussian mixture of the input explains the data and pairs better than the deep model's clusters "
         f"(score {scores['input']:.4g} against {scores['deep']:.4g}); labels_ and predict come from it "
         "(input_fallback=False keeps the deep model)",
-        stacklevel=4,  # fallback, the estimator's fit, its fit context, the caller
+        stacklevel=4,  # this function, the estimator's fit, its fit context, the caller
     )
     return FallbackChoice(chosen, scores, mixture, mixture.probabilities.argmax(-1))
