@@ -362,10 +362,16 @@ def test_n_clusters_auto_chooses_on_folds_tuned_with_their_answers(monkeypatch):
         return tune_with_pairs(model, x, pairs, epochs, *args)
 
     monkeypatch.setattr(recipe, "tune_with_pairs", counting)
+    chosen = []  # the estimator chooses K by the runner's function
+    choose_clusters = recipe.choose_clusters
+    monkeypatch.setattr(
+        recipe, "choose_clusters", lambda *a, **k: chosen.append(choose_clusters(*a, **k)) or chosen[-1]
+    )
     assert DCGMMClustering().choice_tuning_epochs == "auto" and DCGMMClustering().pair_tuning_epochs == 0
     auto = DCGMMClustering("auto", cluster_range=(2, 3), **{**TINY, "choice_tuning_epochs": 1}).fit(
         x, constraints=constraints
     )
+    assert chosen == [auto.cluster_count_] and auto.cluster_count_.candidates == (2, 3)
     assert auto.schedule_.choice_tuning_epochs == 1 and auto.schedule_.pair_tuning_epochs == 0
     assert [epochs for _, epochs in tuned] == [1] * 4  # the four folds' copies, not the trained model
     assert all(40 <= size <= 50 for size, _ in tuned)  # each with about three quarters of the 60 answers
@@ -491,3 +497,33 @@ def test_the_fallback_weighs_the_pairs_by_the_pairs_per_sample():
     for bad in ((-1, 10), (5, 0), (5, 10, -1.0), (5, 10, float("nan"))):
         with pytest.raises(ValueError, match="num_pairs >= 0, num_samples >= 1 and rate >= 0"):
             pair_scale(*bad)
+
+
+def test_the_sizing_rules_are_functions_of_the_data_alone():
+    from dcgmm_tf import sizing
+
+    assert sizing.cluster_candidates(3, (2, 30), 10) == () and sizing.cluster_candidates("auto", (2, 4), 10) == (
+        2,
+        3,
+        4,
+    )
+    with pytest.raises(ValueError, match=r"n_clusters must be .auto. or an integer in \[1, n_samples=10\]"):
+        sizing.cluster_candidates(11, (2, 30), 10)
+    assert sizing.hidden_units_for("auto", 50) == (64, 64) and sizing.hidden_units_for("auto", 51) == (500, 500, 2000)
+    assert sizing.hidden_units_for([8, 4], 3) == (8, 4)
+    assert sizing.likelihood_for("auto", np.array([[0.0, 1.0]])) == "bernoulli"
+    assert (
+        sizing.likelihood_for("auto", np.array([[0.0, 2.0]])) == sizing.likelihood_for("gaussian", None) == "gaussian"
+    )
+    wine = sizing.fit_schedule(178, pair_tuning_epochs=3)  # 500 epochs of 6 steps
+    probe = sizing.probe_schedule(wine, 178, "auto")  # a fifth of the run, tuned as the fit is
+    assert (probe.epochs, probe.restart_every, probe.lr_decay_epochs, probe.pair_tuning_epochs) == (100, 10, 20, 3)
+    assert sizing.probe_schedule(wine, 178, 7).epochs == 7
+
+
+def test_the_fallback_keeps_the_deep_model_where_it_has_no_rival():
+    from dcgmm_tf.fallback import choose_labels
+
+    labels = np.array([0, 1, 1])
+    kept = choose_labels(np.zeros((3, 2)), ConstraintSet.empty(3), labels, None, None)
+    assert (kept.chosen, kept.scores, kept.mixture) == ("deep", {}, None) and kept.labels is labels
