@@ -46,7 +46,7 @@ def mlp_model(
     )
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)  # holds arrays: compared by identity
 class StartsResult:
     """The fits of :meth:`DeepFit.train_starts`.
 
@@ -70,7 +70,7 @@ class StartsResult:
         return self.labels[self.start]
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)  # holds arrays: compared by identity
 class DeepFit:
     """The estimator's settings, resolved for the scaled training input ``x``, and the fits they make.
 
