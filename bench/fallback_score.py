@@ -6,9 +6,9 @@ twice per fit), per covariance type.
 
 Gaussian clusters (``num_clusters`` centres, unit noise) and ``num_pairs`` pairs answered from their labels
 (``ConstraintSet.from_labels``); the true clustering is scored by :func:`dcgmm_tf.paired_mixture.score_clusterings`
-with the pairs at the estimator's share of their weight (``fallback_pair_scale``). Reported: seconds per covariance
-type, and the process's peak resident memory (``ru_maxrss``) before scoring (the libraries, TensorFlow among them,
-and the data) and after.
+with the pairs at the estimator's share of their weight (:func:`dcgmm_tf.fallback.pair_scale`). Reported: seconds per
+covariance type, and the process's peak resident memory (``ru_maxrss``) before scoring (the libraries, TensorFlow
+among them, and the data) and after.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def measure(
 
     from dcgmm_tf import paired_mixture
     from dcgmm_tf.constraints import ConstraintSet
-    from dcgmm_tf.estimator import fallback_pair_scale
+    from dcgmm_tf.fallback import pair_scale
 
     rng = np.random.default_rng(0)
     labels = rng.integers(0, num_clusters, num_samples)
@@ -53,7 +53,7 @@ def measure(
     before_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     small = ConstraintSet.from_labels(labels[:1000], 10, seed=0)
     seconds = {}
-    scale = fallback_pair_scale(len(pairs), num_samples)
+    scale = pair_scale(len(pairs), num_samples)
     for kind in covariance_types:  # a small call first: the timed one pays no first-call costs
         paired_mixture.score_clusterings(x[:1000], small, {"truth": labels[:1000]}, num_clusters, kind)
         start = time.perf_counter()

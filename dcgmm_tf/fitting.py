@@ -51,7 +51,7 @@ class FitSchedule:
     lr_decay: float = 0.9
     lr_decay_epochs: int = 20
     clipnorm: float = 300.0
-    lr_schedule: str = "cosine"  # RunConfig's default; the estimator passes its own (dcgmm_tf.estimator.LR_SCHEDULE)
+    lr_schedule: str = "cosine"  # RunConfig's default; the estimator passes its own (dcgmm_tf.deep_fit.LR_SCHEDULE)
 
 
 def learning_rate_schedule(

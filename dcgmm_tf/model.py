@@ -18,6 +18,20 @@ from dcgmm_tf.networks import MLPDecoder, MLPEncoder
 from dcgmm_tf.shims import PrebuiltModel
 
 
+def _share_of_global_batch(x, terms: dict[str, tf.Tensor]) -> tuple[dict[str, tf.Tensor], int]:
+    """Under a multi-replica tf.distribute strategy, ``terms`` times this replica's share B_r / B of the global
+    batch, so that the replicas' sum (gradients are summed) is the global batch's value; else ``terms``.
+
+    Also returns the number of replicas R. A replica with an empty batch (B_r = 0) contributes exactly 0.
+    """
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return terms, 1
+    local = tf.cast(tf.shape(x)[0], tf.float32)
+    share = local / context.all_reduce(tf.distribute.ReduceOp.SUM, local)
+    return {k: tf.math.multiply_no_nan(v, share) for k, v in terms.items()}, context.num_replicas_in_sync
+
+
 @keras.saving.register_keras_serializable(package="dcgmm_tf")
 class DCGMM(PrebuiltModel):
     """Deep Conditional Gaussian Mixture Model (Manduchi et al., NeurIPS 2021).
@@ -239,20 +253,6 @@ class DCGMM(PrebuiltModel):
         seed = tf.random.experimental.stateless_fold_in(self.seed_generator.next(), context.replica_id_in_sync_group)
         return tf.random.stateless_normal(shape, seed=seed)
 
-    @staticmethod
-    def _share_of_global_batch(x, terms: dict[str, tf.Tensor]) -> tuple[dict[str, tf.Tensor], int]:
-        """Under a multi-replica tf.distribute strategy, ``terms`` times this replica's share B_r / B of the global
-        batch, so that the replicas' sum (gradients are summed) is the global batch's value; else ``terms``.
-
-        Also returns the number of replicas R. A replica with an empty batch (B_r = 0) contributes exactly 0.
-        """
-        context = tf.distribute.get_replica_context()
-        if context is None or context.num_replicas_in_sync == 1:
-            return terms, 1
-        local = tf.cast(tf.shape(x)[0], tf.float32)
-        share = local / context.all_reduce(tf.distribute.ReduceOp.SUM, local)
-        return {k: tf.math.multiply_no_nan(v, share) for k, v in terms.items()}, context.num_replicas_in_sync
-
     def _update_trackers(self, terms: dict[str, tf.Tensor], num_replicas: int = 1) -> dict[str, tf.Tensor]:
         # Keras averages the replicas' metric results: R times each replica's share sums to the global value.
         for tracker in self.metrics:
@@ -289,7 +289,7 @@ class DCGMM(PrebuiltModel):
     def train_step(self, data):
         x, w = self._unpack(data)
         with tf.GradientTape() as tape:
-            terms, num_replicas = self._share_of_global_batch(x, self.compute_loss_terms(x, w, training=True))
+            terms, num_replicas = _share_of_global_batch(x, self.compute_loss_terms(x, w, training=True))
             loss = self.optimizer.scale_loss(terms["loss"])
         grads = tape.gradient(loss, self.trainable_variables)
         self.optimizer.apply(grads, self.trainable_variables)
@@ -297,7 +297,7 @@ class DCGMM(PrebuiltModel):
 
     def test_step(self, data):
         x, w = self._unpack(data)
-        return self._update_trackers(*self._share_of_global_batch(x, self.compute_loss_terms(x, w, training=False)))
+        return self._update_trackers(*_share_of_global_batch(x, self.compute_loss_terms(x, w, training=False)))
 
     def predict_step(self, data):
         x, _ = self._unpack(data)

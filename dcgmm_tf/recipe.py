@@ -5,7 +5,8 @@ The steps, in the order a run takes them:
 1. **Prepare** (:func:`prepare_run`): the data cut to the run's subsets, its inputs checked once, the pairs drawn
    or read and spread to neighbours, K, the run folder.
 2. **Pretrain** (:func:`make_model`, :func:`pretrained_model`): the autoencoder, cached; :func:`with_autoencoder`
-   reuses one for a model of another K. With K to choose, :func:`with_chosen_clusters` chooses it from the pairs.
+   reuses one for a model of another K. With K to choose, :func:`choose_clusters` chooses it from the pairs (the
+   runner's :func:`with_chosen_clusters` and the estimator both call it).
 3. **Tune with the pairs** (:func:`tune`), then **start** the mixture
    (:func:`dcgmm_tf.pretraining.start_mixture`): :func:`started_model` does 2 and 3 for a config.
 4. **Fit** (:func:`fit`): the C-ELBO with restarts of the start; :func:`fit_config` takes its arguments from a
@@ -34,7 +35,7 @@ import numpy as np
 from dcgmm_tf import metrics, validation
 from dcgmm_tf.baselines.training import train_dec, train_pckmeans
 from dcgmm_tf.callbacks import ClusteringMetrics, ClusterRestart
-from dcgmm_tf.cluster_count import choose_num_clusters, probe_num_clusters
+from dcgmm_tf.cluster_count import DEFAULT_CANDIDATES, ClusterCount, choose_num_clusters, probe_num_clusters
 from dcgmm_tf.config import (
     LATENT_CLASS_STARTS,
     LINK_START_STRATEGIES,
@@ -303,6 +304,55 @@ def pretraining_seed(config: RunConfig) -> int:
     return config.seed if config.pretrain_seed < 0 else config.pretrain_seed
 
 
+def choose_clusters(
+    z: np.ndarray,
+    answers: ConstraintSet,
+    x: np.ndarray,
+    candidates: Sequence[int] = DEFAULT_CANDIDATES,
+    *,
+    seed: int,
+    weights: str,
+    splits: int,
+    rule: str,
+    fold_embedding: Callable[[ConstraintSet], np.ndarray] | None = None,
+    train_probe: Callable[[int, ConstraintSet], DCGMM] | None = None,
+    spread: Callable[[ConstraintSet], ConstraintSet] = lambda pairs: pairs,
+) -> ClusterCount:
+    """K chosen from the ``answers`` (the runner's ``num_clusters=0``, the estimator's ``n_clusters="auto"``).
+
+    First on the pretrained embedding ``z`` of ``x`` by :func:`dcgmm_tf.cluster_count.choose_num_clusters` among
+    ``candidates`` (``weights``, ``splits``, ``rule`` and ``fold_embedding`` as it takes them), from the answers
+    and not their copies spread to neighbours: those would sit in other folds than the answer they copy, and chose
+    K = 11 and 16 where the answers chose 10 and 12 on Fashion-MNIST (docs/your-data.md). Then, given
+    ``train_probe``, among that K and its neighbours by probes (:func:`dcgmm_tf.cluster_count.probe_num_clusters`):
+    each a model of that K trained by ``train_probe(K, pairs)`` on three quarters of the answers (``spread`` as the
+    fit spreads them) and scored by the held-out quarter.
+
+    Returns:
+      The choice, with every candidate's score.
+    """
+    count = choose_num_clusters(
+        z, answers, candidates, seed=seed, fold_embedding=fold_embedding, weights=weights, splits=splits, rule=rule
+    )
+    logging.info(
+        "K chosen from the pairs on the pretrained embedding: %d (%s; K that tie the best: %s)",
+        count.num_clusters,
+        count.criterion,
+        ", ".join(map(str, count.tied)) or "none, the BIC decided",
+    )
+    if train_probe is None:
+        return count
+    count = probe_num_clusters(count, answers, x, train_probe, seed=seed, spread=spread)
+    scores = ", ".join(f"K={k}: {v:.4f}" for k, v in zip(count.probed, count.probe_scores))
+    logging.info(
+        "K chosen by the probes: %d (held-out log-likelihood per pair %s; K that tie the best: %s)",
+        count.num_clusters,
+        scores,
+        ", ".join(map(str, count.tied)),
+    )
+    return count
+
+
 def with_chosen_clusters(
     config: RunConfig,
     run: PreparedRun,
@@ -311,15 +361,12 @@ def with_chosen_clusters(
 ) -> tuple[PreparedRun, DCGMM]:
     """``run`` with K chosen from its pairs (``config.num_clusters=0``), and the pretrained model K was chosen on.
 
-    The autoencoder is pretrained as for a 2-cluster model (in the cache file of any K's pretraining), K is chosen in
-    :data:`dcgmm_tf.cluster_count.DEFAULT_CANDIDATES` by :func:`dcgmm_tf.cluster_count.choose_num_clusters` on its
-    embedding from the answers (their copies spread to neighbours would sit in other folds than the answer they
-    copy, and chose K = 11 and 16 where the answers chose 10 and 12 on Fashion-MNIST, docs/your-data.md), then,
-    with ``config.probe_epochs``, among that K and its neighbours by probes
-    (:func:`dcgmm_tf.cluster_count.probe_num_clusters`): each a model of that K on the pretrained autoencoder,
-    started on three quarters of the answers (spread as the run spreads them) and trained by ``fit(model,
-    pairs)``. The run then trains as one with ``num_clusters=K`` would, on the same pretrained autoencoder (its
-    weights do not depend on K: pass the model to :func:`started_model`, which then pretrains nothing again).
+    The autoencoder is pretrained as for a 2-cluster model (in the cache file of any K's pretraining) and K is chosen
+    in :data:`dcgmm_tf.cluster_count.DEFAULT_CANDIDATES` by :func:`choose_clusters` on its embedding, with
+    ``config.probe_epochs`` by probes: each a model of its K on the pretrained autoencoder, started on three quarters
+    of the answers (spread as the run spreads them) and trained by ``fit(model, pairs)``. The run then trains as one
+    with ``num_clusters=K`` would, on the same pretrained autoencoder (its weights do not depend on K: pass the model
+    to :func:`started_model`, which then pretrains nothing again).
     """
     x_train = run.inputs.x_train
     build = functools.partial(make_model, config, x_train.shape[1:], run.data.likelihood)
@@ -333,20 +380,6 @@ def with_chosen_clusters(
         cache_dir=cache_folder(runtime),
         verbose=runtime.verbose,
     )
-    count = choose_num_clusters(  # from the answers, not their spread copies
-        model.embed(x_train),
-        run.answers,
-        seed=config.seed,
-        weights=config.choice_weights,
-        splits=config.choice_splits,
-        rule=config.choice_rule,
-    )
-    logging.info(
-        "K chosen from the pairs on the pretrained embedding: %d (%s; K that tie the best: %s)",
-        count.num_clusters,
-        count.criterion,
-        ", ".join(map(str, count.tied)) or "none, the BIC decided",
-    )
 
     def train_probe(num_clusters: int, pairs: ConstraintSet) -> DCGMM:
         probe = with_autoencoder(functools.partial(build, num_clusters), config.seed, model)
@@ -354,16 +387,17 @@ def with_chosen_clusters(
         fit(probe, pairs)
         return probe
 
-    if config.probe_epochs:
-        spread = functools.partial(training_pairs, config, x_train)
-        count = probe_num_clusters(count, run.answers, x_train, train_probe, seed=config.seed, spread=spread)
-        scores = ", ".join(f"K={k}: {v:.4f}" for k, v in zip(count.probed, count.probe_scores))
-        logging.info(
-            "K chosen by the probes: %d (held-out log-likelihood per pair %s; K that tie the best: %s)",
-            count.num_clusters,
-            scores,
-            ", ".join(map(str, count.tied)),
-        )
+    count = choose_clusters(
+        model.embed(x_train),
+        run.answers,
+        x_train,
+        seed=config.seed,
+        weights=config.choice_weights,
+        splits=config.choice_splits,
+        rule=config.choice_rule,
+        train_probe=train_probe if config.probe_epochs else None,
+        spread=functools.partial(training_pairs, config, x_train),
+    )
     return dataclasses.replace(run, num_clusters=count.num_clusters), model
 
 

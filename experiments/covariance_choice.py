@@ -48,7 +48,7 @@ def covariance_rows(names: Sequence[str], seeds: Sequence[int], num_pairs: int) 
 
     from dcgmm_tf import starts
     from dcgmm_tf.constraints import ConstraintSet
-    from dcgmm_tf.estimator import input_scaling
+    from dcgmm_tf.sizing import input_scaling
 
     rows = []
     for name, (x, y) in bench.benchmark_sets(names).items():

@@ -39,7 +39,7 @@ def floor_rows(names: Sequence[str], seeds: Sequence[int], floors: Sequence[floa
     from sklearn.metrics import adjusted_rand_score
 
     from dcgmm_tf import starts
-    from dcgmm_tf.estimator import input_scaling
+    from dcgmm_tf.sizing import input_scaling
 
     rows = []
     for name, (x, y) in bench.benchmark_sets(names).items():

@@ -6,9 +6,9 @@ For every set of the benchmark that the estimator models with the Gaussian likel
 ``--datasets`` for fewer), every seed and every count of ``--pairs``, the estimator is fitted with its defaults and
 the benchmark's pairs for that seed, as ``experiments.your_data_bench`` fits it. Its two clusterings, the deep
 model's (``start_labels_[start_]``) and that of its input GMM (:func:`dcgmm_tf.starts.input_gmm`, fitted again), are
-then scored as the fallback scores them (:func:`dcgmm_tf.estimator.fallback_choice`) with the pairs' weights
+then scored as the fallback scores them (:func:`dcgmm_tf.fallback.choose`) with the pairs' weights
 times each of :data:`SCALES`, and times each of :data:`RATES` times the pairs per sample (the estimator's own
-share, :func:`dcgmm_tf.estimator.fallback_pair_scale`, is ``FALLBACK_PAIR_RATE`` times it); the row records the ARI
+share, :func:`dcgmm_tf.fallback.pair_scale`, is ``PAIR_RATE`` times it); the row records the ARI
 of what each returns. The rows go to ``<output_dir>/fallback_weight.csv``; printed is the mean ARI per half, count of
 pairs and share.
 """
@@ -73,13 +73,13 @@ def ari_by_scale(
     ``x`` [N, F], labels ``y`` and the pairs trained on."""
     from sklearn.metrics import adjusted_rand_score
 
-    from dcgmm_tf.estimator import fallback_choice, fallback_pair_scale
+    from dcgmm_tf.fallback import choose, pair_scale
 
     k = len(np.unique(y))
     row = {"deep": adjusted_rand_score(y, clusterings["deep"])}
-    scales = [*SCALES, *(fallback_pair_scale(len(constraints), len(x), rate) for rate in RATES)]
+    scales = [*SCALES, *(pair_scale(len(constraints), len(x), rate) for rate in RATES)]
     for name, scale in zip(SHARES, scales, strict=True):
-        chosen, _, mixture = fallback_choice(x, constraints, clusterings, k, covariance_type, scale)
+        chosen, _, mixture = choose(x, constraints, clusterings, k, covariance_type, scale)
         labels = mixture.probabilities.argmax(-1) if chosen == "input" else clusterings["deep"]
         row[name] = adjusted_rand_score(y, labels)
     return row

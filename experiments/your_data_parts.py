@@ -166,12 +166,13 @@ def _estimator_embedding(x: np.ndarray, seed: int, likelihood: str, pretrain_epo
     """The embedding after the estimator's own pretraining of ``x`` (its scaling, schedule and default network;
     ``pretrain_epochs`` replaces the schedule's when given)."""
     from dcgmm_tf import recipe
-    from dcgmm_tf.estimator import auto_hidden_units, fit_schedule, input_scaling, mlp_model
+    from dcgmm_tf.deep_fit import mlp_model
+    from dcgmm_tf.sizing import fit_schedule, hidden_units_for, input_scaling
 
     offset, scale = input_scaling(x, likelihood)
     x = ((x - offset) / scale).astype(np.float32)
     schedule = fit_schedule(len(x))
-    units = auto_hidden_units(x.shape[1])
+    units = hidden_units_for("auto", x.shape[1])
     model = recipe.pretrained_model(
         lambda s: mlp_model(x.shape[1], 2, 10, units, likelihood, s),
         x,

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from dcgmm_tf import ConstraintSet, metrics, starts
-from dcgmm_tf.estimator import input_scaling
+from dcgmm_tf.sizing import input_scaling
 from experiments import covariance_choice
 from experiments import your_data_bench as bench
 

@@ -17,10 +17,12 @@ from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import MinMaxScaler
 from sklearn.utils import estimator_checks
+from sklearn.utils._param_validation import InvalidParameterError
 
 from dcgmm_tf import ConstraintSet, paired_mixture, starts
 from dcgmm_tf.baselines import PCKMeans
-from dcgmm_tf.estimator import DCGMMClustering, fallback_pair_scale
+from dcgmm_tf.estimator import DCGMMClustering
+from dcgmm_tf.fallback import PAIR_RATE, pair_scale
 from tests.helpers import TINY, recorded_keyword, toy_data
 
 # PRETRAINED keeps one epoch of pretraining where the pretraining is part of what is tested.
@@ -50,7 +52,10 @@ def test_answers_spread_to_neighbours_train_with_more_pairs():
     trained = est.constraints_
     assert len(constraints) < len(trained) <= 5 * len(constraints) and est.labels_.shape == (120,)
     assert set(np.abs(trained.weight)) == {100.0, 25.0}  # the given answers and the spread ones at a quarter
-    bad_values = [({"spread_neighbours": 1.5}, "spread_neighbours must be"), ({"spread_weight": 2.0}, r"in \(0, 1\]")]
+    bad_values = [
+        ({"spread_neighbours": 1.5}, r"'spread_neighbours' parameter .* int in the range \[0, inf\)"),
+        ({"spread_weight": 2.0}, r"'spread_weight' parameter .* in the range \(0.0, 1.0\]"),
+    ]
     for bad, message in bad_values:
         with pytest.raises(ValueError, match=message):
             DCGMMClustering(2, **bad, **TINY).fit(x, constraints=constraints)
@@ -73,7 +78,7 @@ def test_tuning_with_the_pairs_pulls_must_links_together():
     tuned = DCGMMClustering(2, pair_tuning_epochs=5, **one).fit(x, constraints=constraints)
     assert link_distance_ratio(tuned) < 0.85 * link_distance_ratio(plain)  # 0.61 against 0.81 here
     bad_values = [
-        ({"pair_tuning_epochs": 1.5}, "pair_tuning_epochs must be .auto. or an integer"),
+        ({"pair_tuning_epochs": 1.5}, "'pair_tuning_epochs' parameter .* or a str among {'auto'}"),
         ({"pair_tuning_epochs": -1}, "pair_tuning_epochs"),
         ({"pair_tuning_weight": 0.0}, "pair_tuning_weight"),
     ]
@@ -84,7 +89,7 @@ def test_tuning_with_the_pairs_pulls_must_links_together():
 
 def test_auto_tuning_only_with_answers_taken_as_right():
     from dcgmm_tf import default_alpha
-    from dcgmm_tf.estimator import tuning_for
+    from dcgmm_tf.sizing import tuning_for
 
     x, y = toy_data(120)
     hard = ConstraintSet.from_labels(y, 60, seed=0)  # alpha 1e4, the paper's hard constraints
@@ -127,12 +132,13 @@ def test_bad_constraints_are_refused(kwargs, match):
 @pytest.mark.parametrize(
     "params, match",
     [
-        ({"n_clusters": 0}, "n_clusters must be .auto. or an integer in"),
-        ({"n_clusters": 50}, "n_clusters must be .auto. or an integer in"),
-        ({"epochs": 0}, "epochs must be at least 1"),
-        ({"cluster_init": "spectral"}, "cluster_init must be one of"),
-        ({"likelihood": "poisson"}, "likelihood must be"),
-        ({"alpha": -1.0}, "weight must be a finite number > 0"),
+        ({"n_clusters": 0}, r"'n_clusters' parameter of DCGMMClustering must be an int in the range \[1, inf\) or a"),
+        ({"n_clusters": 50}, r"n_clusters must be .auto. or an integer in \[1, n_samples=40\]"),  # depends on X
+        ({"epochs": 0}, r"'epochs' parameter .* in the range \[1, inf\)"),
+        ({"cluster_init": "spectral"}, "'cluster_init' parameter .* must be a str among"),
+        ({"likelihood": "poisson"}, "'likelihood' parameter"),
+        ({"alpha": -1.0}, r"'alpha' parameter .* in the range \(0.0, inf\)"),
+        ({"hidden_units": (0, 3)}, "hidden_units must be 'auto' or a non-empty sequence of positive integers"),
         ({"n_clusters": "auto", "choice_rule": "median"}, "choice_rule"),
         ({"n_clusters": "auto", "choice_splits": 0}, "choice_splits"),
     ],
@@ -140,7 +146,7 @@ def test_bad_constraints_are_refused(kwargs, match):
 def test_bad_parameters_are_refused_at_fit(params, match):
     x, _ = toy_data(40)
     est = DCGMMClustering(**{**TINY, "n_clusters": 2, **params})  # __init__ only stores
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(ValueError, match=match):  # scikit-learn's InvalidParameterError is a ValueError
         est.fit(x)
 
 
@@ -191,6 +197,7 @@ APPLICABLE_CHECKS = [
     estimator_checks.check_fit2d_1feature,
     estimator_checks.check_fit2d_predict1d,
     estimator_checks.check_dont_overwrite_parameters,
+    estimator_checks.check_param_validation,
 ]
 
 
@@ -237,12 +244,12 @@ def test_hidden_units_auto_give_tables_a_small_network():
     assert table.hidden_units_ == (64, 64) and table.model_.encoder.hidden_units == (64, 64)
     wide = DCGMMClustering(2, **auto).fit(np.hstack([x, x, x])[:, :51])  # more than TABLE_FEATURES = 50
     assert wide.hidden_units_ == wide.model_.encoder.hidden_units == (500, 500, 2000)
-    with pytest.raises(ValueError, match="hidden_units must be 'auto' or a non-empty sequence"):
+    with pytest.raises(InvalidParameterError, match="'hidden_units' parameter .* a str among {'auto'}"):
         DCGMMClustering(2, **{**TINY, "hidden_units": "big"}).fit(x)
 
 
 def test_scaling_statistics():
-    from dcgmm_tf.estimator import input_scaling
+    from dcgmm_tf.sizing import input_scaling
 
     x = np.array([[0.0, 5.0, 2.0], [10.0, 5.0, 4.0]])
     offset, scale = input_scaling(x, "bernoulli")
@@ -268,7 +275,7 @@ def test_pickle_round_trip_without_the_optimizer_state():
 
 
 def test_the_schedule_fits_the_data_size():
-    from dcgmm_tf.estimator import fit_schedule
+    from dcgmm_tf.sizing import fit_schedule
 
     large = fit_schedule(60000)
     assert (large.batch_size, large.epochs, large.pretrain_epochs, large.restart_every, large.lr_decay_epochs) == (
@@ -338,7 +345,7 @@ def test_n_clusters_auto_chooses_from_the_pairs_then_by_probes():
     ]:
         with pytest.raises(ValueError, match=match):
             DCGMMClustering("auto", cluster_range=bounds, **TINY).fit(x)
-    with pytest.raises(ValueError, match="probe_epochs must be"):
+    with pytest.raises(InvalidParameterError, match="'probe_epochs' parameter"):
         DCGMMClustering(2, probe_epochs=-1, **TINY).fit(x)
 
 
@@ -355,10 +362,16 @@ def test_n_clusters_auto_chooses_on_folds_tuned_with_their_answers(monkeypatch):
         return tune_with_pairs(model, x, pairs, epochs, *args)
 
     monkeypatch.setattr(recipe, "tune_with_pairs", counting)
+    chosen = []  # the estimator chooses K by the runner's function
+    choose_clusters = recipe.choose_clusters
+    monkeypatch.setattr(
+        recipe, "choose_clusters", lambda *a, **k: chosen.append(choose_clusters(*a, **k)) or chosen[-1]
+    )
     assert DCGMMClustering().choice_tuning_epochs == "auto" and DCGMMClustering().pair_tuning_epochs == 0
     auto = DCGMMClustering("auto", cluster_range=(2, 3), **{**TINY, "choice_tuning_epochs": 1}).fit(
         x, constraints=constraints
     )
+    assert chosen == [auto.cluster_count_] and auto.cluster_count_.candidates == (2, 3)
     assert auto.schedule_.choice_tuning_epochs == 1 and auto.schedule_.pair_tuning_epochs == 0
     assert [epochs for _, epochs in tuned] == [1] * 4  # the four folds' copies, not the trained model
     assert all(40 <= size <= 50 for size, _ in tuned)  # each with about three quarters of the 60 answers
@@ -399,7 +412,7 @@ def test_the_kept_fit_is_the_start_of_lower_negative_elbo():
     assert set(both.fit_losses_) == {"embedding", "input"}
     assert np.isfinite(list(both.fit_losses_.values())).all()
     assert both.fit_losses_[both.start_] == min(both.fit_losses_.values())
-    with pytest.raises(ValueError, match="input_start must be True or False"):
+    with pytest.raises(InvalidParameterError, match="'input_start' parameter .* 'bool'"):
         DCGMMClustering(2, **TINY, input_start="yes").fit(x, ml=ml)
     one = DCGMMClustering(2, **TINY, input_start=False).fit(x, ml=ml)
     assert one.start_ == "embedding" and one.fit_losses_ == {}
@@ -422,15 +435,15 @@ def test_the_input_mixture_gives_the_labels_where_it_scores_higher(monkeypatch):
     assert len(answers) == 1 and sorted(zip(answers[0].i, answers[0].j)) == sorted(ml)
     assert set(est.mixture_scores_) == {"deep", "input"}
     assert est.mixture_scores_[est.chosen_] == max(est.mixture_scores_.values())
-    # The score weighs the pairs (those trained on, spread ones included) at fallback_pair_scale of their weight.
+    # The score weighs the pairs (those trained on, spread ones included) at pair_scale of their weight.
     xs, kind, pairs = est._scaled(x), est.input_mixture_.covariance_type, est.constraints_
     assert len(pairs) > len(ml)
-    scored = ConstraintSet(pairs.i, pairs.j, pairs.weight * fallback_pair_scale(len(pairs), len(x)), len(x))
+    scored = ConstraintSet(pairs.i, pairs.j, pairs.weight * pair_scale(len(pairs), len(x)), len(x))
     deep_labels = est.start_labels_[est.start_]
     deep = paired_mixture.mixture_of_clusters(xs, scored, deep_labels, 2, kind)
     assert est.mixture_scores_["deep"] == deep.objective
     assert est.mixture_scores_["deep"] != paired_mixture.mixture_of_clusters(xs, pairs, deep_labels, 2, kind).objective
-    with pytest.raises(ValueError, match="input_fallback must be True or False"):
+    with pytest.raises(InvalidParameterError, match="'input_fallback' parameter .* 'bool'"):
         DCGMMClustering(2, **gaussian, input_fallback=1).fit(x)
     for off in (DCGMMClustering(2, input_fallback=False, **gaussian), DCGMMClustering(2, **TINY)):  # Bernoulli
         off.fit(x, ml=ml)
@@ -477,12 +490,40 @@ def test_an_affine_map_of_a_benchmark_set_gives_the_same_clustering(name):
 
 
 def test_the_fallback_weighs_the_pairs_by_the_pairs_per_sample():
-    from dcgmm_tf.estimator import FALLBACK_PAIR_RATE
-
-    assert fallback_pair_scale(100, 1000) == pytest.approx(FALLBACK_PAIR_RATE / 10)
-    assert fallback_pair_scale(500, 1000) == pytest.approx(5 * fallback_pair_scale(100, 1000))
-    assert fallback_pair_scale(0, 10) == 0.0 and fallback_pair_scale(10**9, 10) == 1.0  # at most the full weight
-    assert fallback_pair_scale(100, 1000, rate=0.5) == pytest.approx(0.05)
+    assert pair_scale(100, 1000) == pytest.approx(PAIR_RATE / 10)
+    assert pair_scale(500, 1000) == pytest.approx(5 * pair_scale(100, 1000))
+    assert pair_scale(0, 10) == 0.0 and pair_scale(10**9, 10) == 1.0  # at most the full weight
+    assert pair_scale(100, 1000, rate=0.5) == pytest.approx(0.05)
     for bad in ((-1, 10), (5, 0), (5, 10, -1.0), (5, 10, float("nan"))):
         with pytest.raises(ValueError, match="num_pairs >= 0, num_samples >= 1 and rate >= 0"):
-            fallback_pair_scale(*bad)
+            pair_scale(*bad)
+
+
+def test_the_sizing_rules_are_functions_of_the_data_alone():
+    from dcgmm_tf import sizing
+
+    assert sizing.cluster_candidates(3, (2, 30), 10) == () and sizing.cluster_candidates("auto", (2, 4), 10) == (
+        2,
+        3,
+        4,
+    )
+    with pytest.raises(ValueError, match=r"n_clusters must be .auto. or an integer in \[1, n_samples=10\]"):
+        sizing.cluster_candidates(11, (2, 30), 10)
+    assert sizing.hidden_units_for("auto", 50) == (64, 64) and sizing.hidden_units_for("auto", 51) == (500, 500, 2000)
+    assert sizing.hidden_units_for([8, 4], 3) == (8, 4)
+    assert sizing.likelihood_for("auto", np.array([[0.0, 1.0]])) == "bernoulli"
+    assert (
+        sizing.likelihood_for("auto", np.array([[0.0, 2.0]])) == sizing.likelihood_for("gaussian", None) == "gaussian"
+    )
+    wine = sizing.fit_schedule(178, pair_tuning_epochs=3)  # 500 epochs of 6 steps
+    probe = sizing.probe_schedule(wine, 178, "auto")  # a fifth of the run, tuned as the fit is
+    assert (probe.epochs, probe.restart_every, probe.lr_decay_epochs, probe.pair_tuning_epochs) == (100, 10, 20, 3)
+    assert sizing.probe_schedule(wine, 178, 7).epochs == 7
+
+
+def test_the_fallback_keeps_the_deep_model_where_it_has_no_rival():
+    from dcgmm_tf.fallback import choose_labels
+
+    labels = np.array([0, 1, 1])
+    kept = choose_labels(np.zeros((3, 2)), ConstraintSet.empty(3), labels, None, None)
+    assert (kept.chosen, kept.scores, kept.mixture) == ("deep", {}, None) and kept.labels is labels
