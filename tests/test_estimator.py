@@ -30,7 +30,7 @@ PRETRAINED = {**TINY, "pretrain_epochs": 1}
 PAPER_TINY = {**TINY, "hidden_units": (500, 500, 2000)}  # the paper's network, where a test needs it
 
 
-def test_fit_with_pairs_gives_labels_probabilities_and_embedding():
+def test_fit_with_pairs_gives_labels_probabilities_and_embedding(caplog, capfd):
     x, y = toy_data(200)
     ml = [(i, j) for i, j in zip(np.flatnonzero(y == 0)[:20], np.flatnonzero(y == 0)[20:40])]
     cl = [(i, j) for i, j in zip(np.flatnonzero(y == 0)[:20], np.flatnonzero(y == 1)[:20])]
@@ -43,6 +43,9 @@ def test_fit_with_pairs_gives_labels_probabilities_and_embedding():
     assert est.transform(x).shape == (200, 2) and est.likelihood_ == "bernoulli"
     assert len(est.constraints_) == 40 and est.constraints_.weight.max() == est.alpha
     assert len(est.history_["loss"]) == 2
+    for n in (7, 13, 29, 50, 101, 3, 11, 17, 1, 200):  # new input sizes retrace nothing (TensorFlow warns if they do)
+        est.predict(x[:n]), est.predict_proba(x[:n]), est.transform(x[:n])
+    assert "retracing" not in caplog.text + "".join(capfd.readouterr())
 
 
 def test_answers_spread_to_neighbours_train_with_more_pairs():
