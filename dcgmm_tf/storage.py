@@ -29,6 +29,9 @@ class DiskFullError(OSError):
     """A file could not be written because its file system is full (or the user's quota is spent). The message names
     the file and what was kept; the command-line programs report it as one ``error:`` line."""
 
+    def __str__(self) -> str:
+        return str(self.strerror)  # without OSError's "[Errno 28]" before it
+
 
 def disk_full(error: OSError, path: str | os.PathLike, kept: str) -> DiskFullError | None:
     """The :class:`DiskFullError` for ``error`` when it says that the disk is full (``kept``: what the user still
@@ -43,36 +46,42 @@ def disk_full(error: OSError, path: str | os.PathLike, kept: str) -> DiskFullErr
 
 def write_atomically(path: str | os.PathLike, write: Callable[[Path], Any], checksum: bool = False) -> None:
     """Calls ``write(tmp)`` on a temporary file next to ``path``, syncs it to disk, then renames it to ``path``;
-    with ``checksum``, then writes the sidecar ``<path>.sha256`` the same way (see ``damage``).
+    with ``checksum``, the sidecar ``<path>.sha256`` (see ``damage``) is written with it and renamed after it.
 
     A process killed at any moment leaves either the old file or the new one, never a partial file (between the
     two renames the sidecar is the old one, which ``damage`` reports as a mismatch: the file is then rebuilt).
 
     Raises:
-      DiskFullError: When the file system has no space for the new file; ``path`` is left as it was.
+      DiskFullError: When the file system has no space for the new file (or its sidecar); both are left as they
+        were.
     """
     path = Path(path)
-    digest = _fingerprint if checksum else None
-    fingerprint = replace_together([(path, write)], digest)[0]
-    if fingerprint is not None:
-        write_atomically(_sidecar(path), lambda side: side.write_text(fingerprint + "\n"))
+    if not checksum:
+        replace_together([(path, write)])
+        return
+    fingerprint = []
+
+    def write_and_fingerprint(tmp: Path) -> None:
+        write(tmp)
+        fingerprint.append(_fingerprint(tmp))
+
+    replace_together(
+        [(path, write_and_fingerprint), (_sidecar(path), lambda side: side.write_text(fingerprint[0] + "\n"))]
+    )
 
 
-def replace_together(
-    files: Sequence[tuple[str | os.PathLike, Callable[[Path], Any]]], digest: Callable[[Path], str] | None = None
-) -> list[str | None]:
+def replace_together(files: Sequence[tuple[str | os.PathLike, Callable[[Path], Any]]]) -> None:
     """Writes each file of ``files`` (``(path, write)``: ``write(tmp)`` fills a temporary file next to ``path``),
     syncs them all to disk, then renames them to their paths in the given order.
 
     When any write fails (a full disk, say), no file is replaced and the temporary files are removed. A process
     killed between the renames leaves the first files new and the others old: put the file the others are made
-    from last. Returns ``digest(tmp)`` of each file written (None without ``digest``).
+    from last.
 
     Raises:
       DiskFullError: When the file system has no space for the new files; every file is left as it was.
     """
     written: list[tuple[Path, Path]] = []
-    digests: list[str | None] = []
     try:
         for path, write in files:
             path = Path(path)
@@ -82,7 +91,6 @@ def replace_together(
             write(tmp)
             with open(tmp, "rb+") as f:
                 os.fsync(f.fileno())
-            digests.append(None if digest is None else digest(tmp))
         for tmp, path in written:
             os.replace(tmp, path)
     except OSError as error:
@@ -98,7 +106,6 @@ def replace_together(
     finally:
         for tmp, _ in written:
             tmp.unlink(missing_ok=True)
-    return digests
 
 
 def _sidecar(path: Path) -> Path:
