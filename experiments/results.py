@@ -14,10 +14,11 @@ import io
 import logging
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dcgmm_tf.storage import disk_full, write_atomically
+from dcgmm_tf.storage import disk_full, exclusive, write_atomically
 
 if TYPE_CHECKING:  # pandas is imported where needed: writers stay light
     import pandas as pd
@@ -158,6 +159,18 @@ def has_row(path: str | os.PathLike, match: dict, required: tuple[str, ...] = ()
 def write_csv_atomically(frame: pd.DataFrame, path: str | os.PathLike) -> None:
     """Writes ``frame`` to ``path`` through a temporary file and a rename: readers never see a partial file."""
     write_atomically(path, lambda tmp: frame.to_csv(tmp, index=False))
+
+
+def write_summary(
+    path: str | os.PathLike, summary_path: str | os.PathLike, summarise: Callable[[pd.DataFrame], pd.DataFrame]
+) -> pd.DataFrame:
+    """Writes ``summarise(rows)`` of the results CSV at ``path`` to ``summary_path`` (atomically) and returns it,
+    holding the lock ``<path>.lock`` from the reading to the rename: of several processes appending to one results
+    file, the last to summarise has read every row appended before, so the summary counts them all."""
+    with exclusive(path):
+        summary = summarise(read_rows(path))
+        write_csv_atomically(summary, summary_path)
+    return summary
 
 
 def read_rows(path: str | os.PathLike) -> pd.DataFrame:
