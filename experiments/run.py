@@ -82,14 +82,17 @@ def run_once(
     returns the row, or None without running when the CSV already holds a row of this run (see ``identity``).
     It holds ``<run dir>.lock`` meanwhile, so that of two processes given the same run and folder one trains and
     the other then skips. ``callbacks`` is passed on to :func:`~dcgmm_tf.recipe.train_and_evaluate`."""
+    done = identity(config, data)
+    if results.has_row(csv_path, done, required=("dataset", "method", "seed")):  # before anything is written
+        logging.info("skipped: %s is already in %s", done, csv_path)
+        return None
     from dcgmm_tf.recipe import run_dir_of, train_and_evaluate
     from dcgmm_tf.storage import exclusive
 
-    done = identity(config, data)
     # One process at a time trains a run folder: a second one started on the same folder waits, then skips.
     with exclusive(run_dir_of(config, data.name, runtime)):
-        if results.has_row(csv_path, done, required=("dataset", "method", "seed")):
-            logging.info("skipped: %s is already in %s", done, csv_path)
+        if results.has_row(csv_path, done):
+            logging.info("skipped: %s was finished by another process meanwhile", done)
             return None
         result = train_and_evaluate(config, data, runtime, callbacks)
         row = {**result.row, **(extra or {})}
