@@ -8,6 +8,7 @@ import math
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import keras
@@ -202,11 +203,20 @@ class TrainingBackup(keras.callbacks.Callback):
     Usage: after ``compile``, ``initial_epoch = backup.restore(model)``; pass ``initial_epoch`` to ``fit``
     (and to the data pipeline, whose shuffling depends on the epoch). The backup is deleted when ``fit``
     ends; it is kept when the process dies. ``backup_dir`` must belong to one model configuration.
+
+    Args:
+      backup_dir: The folder of the backups.
+      keep: How many of the newest backups to keep. Workers of one training killed together may have written
+        their last backups one epoch apart: with two kept, they can all resume from the same epoch (see
+        :meth:`restore`'s ``agree``).
     """
 
-    def __init__(self, backup_dir: str | os.PathLike):
+    def __init__(self, backup_dir: str | os.PathLike, keep: int = 1):
         super().__init__()
+        if keep < 1:
+            raise ValueError(f"keep must be >= 1, got {keep}")
         self.backup_dir = Path(backup_dir)
+        self.keep = keep
 
     @staticmethod
     def _state(model: keras.Model) -> list:
@@ -224,13 +234,17 @@ class TrainingBackup(keras.callbacks.Callback):
         found = [(int(p.name[6:-4]), p) for p in self.backup_dir.glob("epoch-*.npz") if p.name[6:-4].isdigit()]
         return sorted(found, reverse=True)
 
-    def restore(self, model: keras.Model) -> int:
+    def restore(self, model: keras.Model, agree: Callable[[list[int]], int] | None = None) -> int:
         """Loads the newest usable backup into ``model`` (compiled) and returns its number of finished epochs
         (0 without one). A damaged backup (not matching its checksum, unreadable, or of another model) is
-        reported in one warning and skipped; when none is usable the run starts from its beginning, and says so."""
+        reported in one warning and skipped; when none is usable the run starts from its beginning, and says so.
+
+        ``agree`` chooses among the epochs of the usable backups (newest first) the one to resume from, an epoch
+        of the list or 0 (the beginning): the workers of one training resume from the same epoch
+        (:func:`dcgmm_tf.distribute.common_epoch`)."""
         state = self._state(model)
         shapes = [tuple(v.shape) for v in state]
-        backups = self._backups()
+        backups, usable = self._backups(), {}
         for epoch, path in backups:
             values, problem = read_checked(path, _read_arrays)
             if problem is None and [v.shape for v in values] != shapes:
@@ -238,6 +252,12 @@ class TrainingBackup(keras.callbacks.Callback):
             if problem is not None:
                 logging.warning("the backup %s is damaged: %s; skipped", path, problem)
                 continue
+            usable[epoch] = (path, values)
+            if agree is None:
+                break
+        epoch = agree(list(usable)) if agree is not None else next(iter(usable), 0)
+        if epoch in usable:
+            path, values = usable[epoch]
             for variable, value in zip(state, values):
                 variable.assign(value)
             logging.info("resuming training after epoch %d from %s", epoch, path)
@@ -257,8 +277,10 @@ class TrainingBackup(keras.callbacks.Callback):
 
         path = self.backup_dir / f"epoch-{epoch + 1:05d}.npz"
         write_atomically(path, write, checksum=True)
-        for _, old in self._backups():
-            if old != path:
+        others = [(number, old) for number, old in self._backups() if number != epoch + 1]
+        kept = [old for number, old in others if number < epoch + 1][: self.keep - 1]  # the newest before this one
+        for _, old in others:
+            if old not in kept:
                 old.unlink(missing_ok=True)
                 old.with_name(old.name + ".sha256").unlink(missing_ok=True)
 

@@ -16,6 +16,8 @@ summed gradients are those of the global batch::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import tensorflow as tf
 
@@ -47,6 +49,23 @@ def is_multi_worker(strategy: tf.distribute.Strategy) -> bool:
         return False
     cluster = strategy.cluster_resolver.cluster_spec().as_dict()
     return sum(len(cluster.get(job, ())) for job in ("chief", "worker")) > 1
+
+
+def common_epoch(strategy: tf.distribute.Strategy, epochs: Sequence[int], max_epoch: int) -> int:
+    """The latest of ``epochs`` (this worker's usable backups) that every worker of ``strategy`` has too, or 0
+    (the beginning) when there is none: all workers then resume from the same epoch. One all-reduce across the
+    workers, so every worker must call it at the same point.
+
+    Args:
+      strategy: The strategy whose replicas train.
+      epochs: The epochs after which this worker has a backup; those outside ``1..max_epoch`` are ignored.
+      max_epoch: The number of epochs of the training.
+    """
+    have = np.zeros(max_epoch + 1, np.float32)
+    have[0] = 1.0  # the beginning: every worker has it
+    have[[e for e in epochs if 0 < e <= max_epoch]] = 1.0
+    total = strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.constant(have)), axis=None)
+    return int(np.flatnonzero(np.asarray(total) == strategy.num_replicas_in_sync).max())
 
 
 def distributed_constrained_dataset(

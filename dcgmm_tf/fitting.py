@@ -21,7 +21,7 @@ import tensorflow as tf
 from dcgmm_tf.callbacks import EpochProgress, NonFiniteLossGuard, TrainingBackup, trim_history
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.data.pipeline import checked_inputs, epoch_dataset, epoch_row_dataset, steps_per_epoch
-from dcgmm_tf.distribute import distributed_epoch_dataset, is_multi_worker
+from dcgmm_tf.distribute import common_epoch, distributed_epoch_dataset, is_multi_worker
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.optimizers import FusedAdam
 
@@ -187,8 +187,12 @@ def fit_mixture(
     initial_epoch = 0
     if run_dir is not None:
         # A killed run restarted with the same configuration resumes after its last finished epoch.
-        backup = TrainingBackup(run_dir / backup_name)
-        initial_epoch = backup.restore(model)
+        if distributed and is_multi_worker(strategy):  # workers killed together resume from one epoch
+            backup = TrainingBackup(run_dir / backup_name, keep=2)
+            initial_epoch = backup.restore(model, lambda epochs: common_epoch(strategy, epochs, schedule.epochs))
+        else:
+            backup = TrainingBackup(run_dir / backup_name)
+            initial_epoch = backup.restore(model)
         if initial_epoch:
             trim_history(run_dir / "history.csv", initial_epoch)
         callbacks += [

@@ -3,42 +3,109 @@ derived from settings.
 
 A file written with ``checksum=True`` gets a sidecar ``<name>.sha256`` holding its SHA-256 and size; ``damage``
 compares them on reading, so a truncated, emptied, overwritten or swapped file is noticed before it is used.
+
+A write that finds no space left on its file system (``ENOSPC``, or ``EDQUOT`` for a spent quota) raises
+:class:`DiskFullError`, naming the file and saying that it was left as it was.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+class DiskFullError(OSError):
+    """A file could not be written because its file system is full (or the user's quota is spent). The message names
+    the file and what was kept; the command-line programs report it as one ``error:`` line."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)  # without OSError's "[Errno 28]" before it
+
+
+def disk_full(error: OSError, path: str | os.PathLike, kept: str) -> DiskFullError | None:
+    """The :class:`DiskFullError` for ``error`` when it says that the disk is full (``kept``: what the user still
+    has), or None for any other error."""
+    if isinstance(error, DiskFullError) or error.errno not in NO_SPACE:
+        return None
+    return DiskFullError(
+        error.errno,
+        f"no space left on the device to write {path} ({error.strerror}): {kept}; free some space and try again",
+    )
+
 
 def write_atomically(path: str | os.PathLike, write: Callable[[Path], Any], checksum: bool = False) -> None:
     """Calls ``write(tmp)`` on a temporary file next to ``path``, syncs it to disk, then renames it to ``path``;
-    with ``checksum``, then writes the sidecar ``<path>.sha256`` the same way (see ``damage``).
+    with ``checksum``, the sidecar ``<path>.sha256`` (see ``damage``) is written with it and renamed after it.
 
     A process killed at any moment leaves either the old file or the new one, never a partial file (between the
     two renames the sidecar is the old one, which ``damage`` reports as a mismatch: the file is then rebuilt).
+
+    Raises:
+      DiskFullError: When the file system has no space for the new file (or its sidecar); both are left as they
+        were.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
-    try:
+    if not checksum:
+        replace_together([(path, write)])
+        return
+    fingerprint = []
+
+    def write_and_fingerprint(tmp: Path) -> None:
         write(tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        digest = _fingerprint(tmp) if checksum else None
-        os.replace(tmp, path)
+        fingerprint.append(_fingerprint(tmp))
+
+    replace_together(
+        [(path, write_and_fingerprint), (_sidecar(path), lambda side: side.write_text(fingerprint[0] + "\n"))]
+    )
+
+
+def replace_together(files: Sequence[tuple[str | os.PathLike, Callable[[Path], Any]]]) -> None:
+    """Writes each file of ``files`` (``(path, write)``: ``write(tmp)`` fills a temporary file next to ``path``),
+    syncs them all to disk, then renames them to their paths in the given order.
+
+    When any write fails (a full disk, say), no file is replaced and the temporary files are removed. A process
+    killed between the renames leaves the first files new and the others old: put the file the others are made
+    from last.
+
+    Raises:
+      DiskFullError: When the file system has no space for the new files; every file is left as it was.
+    """
+    written: list[tuple[Path, Path]] = []
+    try:
+        for path, write in files:
+            path = Path(path)
+            tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+            written.append((tmp, path))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write(tmp)
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+        for tmp, path in written:
+            os.replace(tmp, path)
+    except OSError as error:
+        kept = (
+            "it was left as it was"
+            if len(files) == 1
+            else "none of " + ", ".join(str(p) for p, _ in files) + " changed"
+        )
+        full = disk_full(error, written[-1][1], kept)
+        if full is None:
+            raise
+        raise full from error
     finally:
-        tmp.unlink(missing_ok=True)
-    if digest is not None:
-        write_atomically(_sidecar(path), lambda side: side.write_text(digest + "\n"))
+        for tmp, _ in written:
+            tmp.unlink(missing_ok=True)
 
 
 def _sidecar(path: Path) -> Path:

@@ -16,8 +16,10 @@ from typing import Any
 
 import numpy as np
 
-# Errors a command-line program reports as one line: bad input, a missing file, a diverged training.
-USER_ERRORS = (ValueError, FileNotFoundError, FloatingPointError)
+from dcgmm_tf.storage import DiskFullError
+
+# Errors a command-line program reports as one line: bad input, a missing file, a diverged training, a full disk.
+USER_ERRORS = (ValueError, FileNotFoundError, FloatingPointError, DiskFullError)
 
 
 TENSOR_ALIGNMENT = 64  # bytes; TensorFlow's CPU kernels abort on a buffer shared with them that is not aligned to this

@@ -3,7 +3,7 @@ retrained between rounds.
 
     python -m experiments.label --dataset=fashion --label_dir=labels/fashion
     # open http://127.0.0.1:8000 ; answer with J (same), K (different), space (skip), U (undo); press Retrain
-    python -m experiments.run --dataset=fashion --constraints_file=labels/fashion/answers.csv --alpha=10000
+    python -m experiments.run --dataset=fashion --constraints_file=labels/fashion/answers.csv
 
 The first round asks ``--start_pairs`` random pairs; each retrain then asks the pairs that take the answers to the
 next of ``--budgets``, chosen by the first of ``--strategies`` (anchor by default). Every answer is on disk in

@@ -44,16 +44,16 @@ def cluster_configs(num_workers: int) -> list[str]:
     ]
 
 
-def run_local_workers(
-    num_workers: int, run_flags: Sequence[str], output_dir: str | os.PathLike, timeout: float = 3600
-) -> list[int]:
-    """Runs ``num_workers`` workers of ``experiments.run`` with ``run_flags`` until all end; returns their exit
-    codes (a worker still running at ``timeout`` is killed, with code -9)."""
+def start_local_workers(
+    num_workers: int, run_flags: Sequence[str], output_dir: str | os.PathLike
+) -> list[subprocess.Popen]:
+    """Starts ``num_workers`` workers of ``experiments.run`` with ``run_flags`` on free local ports and returns
+    their processes (worker k writes to ``<output_dir>/worker<k>``, its log to ``<output_dir>/worker<k>.log``)."""
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     processes = []
     for k, tf_config in enumerate(cluster_configs(num_workers)):
-        with open(output_dir / f"worker{k}.log", "w") as log:
+        with open(output_dir / f"worker{k}.log", "a") as log:
             command = [
                 sys.executable,
                 "-m",
@@ -64,6 +64,16 @@ def run_local_workers(
             ]
             env = {**os.environ, "TF_CONFIG": tf_config, "PYTHONPATH": str(REPOSITORY)}
             processes.append(subprocess.Popen(command, cwd=REPOSITORY, stdout=log, stderr=subprocess.STDOUT, env=env))
+    return processes
+
+
+def run_local_workers(
+    num_workers: int, run_flags: Sequence[str], output_dir: str | os.PathLike, timeout: float = 3600
+) -> list[int]:
+    """Runs ``num_workers`` workers of ``experiments.run`` with ``run_flags`` until all end (see
+    :func:`start_local_workers`); returns their exit codes (a worker still running at ``timeout`` is killed, with
+    code -9)."""
+    processes = start_local_workers(num_workers, run_flags, output_dir)
     codes = []
     for process in processes:
         try:

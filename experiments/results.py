@@ -14,8 +14,11 @@ import io
 import logging
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from dcgmm_tf.storage import disk_full, exclusive, write_atomically
 
 if TYPE_CHECKING:  # pandas is imported where needed: writers stay light
     import pandas as pd
@@ -81,6 +84,10 @@ def append_row(path: str | os.PathLike, row: dict) -> None:
     line, and :func:`valid_rows` leaves the cut line out. In an existing file the row follows the file's
     header: columns the file does not have are left out (with a warning) and columns the row does not have stay
     empty, so values never shift under the wrong column and the row is never lost.
+
+    Raises:
+      DiskFullError: When the disk is full: the file is cut back to its rows before the call, and the message holds
+        the row's values.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -109,8 +116,18 @@ def append_row(path: str | os.PathLike, row: dict) -> None:
             if os.pread(fd, 1, size - 1) != b"\n":  # a partial line left by some other writer: start a new one
                 buffer.write("\n")
         writer.writerow([row.get(c, "") for c in columns])
-        os.write(fd, buffer.getvalue().encode())
-        os.fsync(fd)
+        data = buffer.getvalue().encode()
+        try:
+            done = 0
+            while done < len(data):  # a write may take part of the bytes
+                done += os.write(fd, data[done:])
+            os.fsync(fd)
+        except OSError as error:
+            os.ftruncate(fd, size)  # no part of the row stays behind
+            full = disk_full(error, path, f"it keeps the rows it had; this row was not written: {row}")
+            if full is None:
+                raise
+            raise full from error
     finally:
         os.close(fd)
 
@@ -141,9 +158,19 @@ def has_row(path: str | os.PathLike, match: dict, required: tuple[str, ...] = ()
 
 def write_csv_atomically(frame: pd.DataFrame, path: str | os.PathLike) -> None:
     """Writes ``frame`` to ``path`` through a temporary file and a rename: readers never see a partial file."""
-    from dcgmm_tf.storage import write_atomically  # here: appending rows stays free of TensorFlow
-
     write_atomically(path, lambda tmp: frame.to_csv(tmp, index=False))
+
+
+def write_summary(
+    path: str | os.PathLike, summary_path: str | os.PathLike, summarise: Callable[[pd.DataFrame], pd.DataFrame]
+) -> pd.DataFrame:
+    """Writes ``summarise(rows)`` of the results CSV at ``path`` to ``summary_path`` (atomically) and returns it,
+    holding the lock ``<path>.lock`` from the reading to the rename: of several processes appending to one results
+    file, the last to summarise has read every row appended before, so the summary counts them all."""
+    with exclusive(path):
+        summary = summarise(read_rows(path))
+        write_csv_atomically(summary, summary_path)
+    return summary
 
 
 def read_rows(path: str | os.PathLike) -> pd.DataFrame:

@@ -62,9 +62,7 @@ def run(config: RunConfig, runtime: RuntimeConfig, runs: int = 1) -> pd.DataFram
     for r in range(runs):
         print(f"run {r + 1}/{runs}: seed {config.seed + r}", file=sys.stderr, flush=True)
         run_once(dataclasses.replace(config, seed=config.seed + r), data, runtime, csv_path)
-    summary = results.summarise(results.read_rows(csv_path))
-    results.write_csv_atomically(summary, Path(runtime.output_dir) / "summary.csv")
-    return summary
+    return results.write_summary(csv_path, Path(runtime.output_dir) / "summary.csv", results.summarise)
 
 
 def identity(config: RunConfig, data: DataSplits) -> dict[str, Any]:
@@ -82,16 +80,23 @@ def run_once(
 ) -> dict[str, Any] | None:
     """Trains and evaluates ``config`` on ``data`` and appends its row (plus ``extra`` columns) to ``csv_path``;
     returns the row, or None without running when the CSV already holds a row of this run (see ``identity``).
-    ``callbacks`` is passed on to :func:`~dcgmm_tf.recipe.train_and_evaluate`."""
+    It holds ``<run dir>.lock`` meanwhile, so that of two processes given the same run and folder one trains and
+    the other then skips. ``callbacks`` is passed on to :func:`~dcgmm_tf.recipe.train_and_evaluate`."""
     done = identity(config, data)
-    if results.has_row(csv_path, done, required=("dataset", "method", "seed")):
+    if results.has_row(csv_path, done, required=("dataset", "method", "seed")):  # before anything is written
         logging.info("skipped: %s is already in %s", done, csv_path)
         return None
     from dcgmm_tf.recipe import run_dir_of, train_and_evaluate
+    from dcgmm_tf.storage import exclusive
 
-    result = train_and_evaluate(config, data, runtime, callbacks)
-    row = {**result.row, **(extra or {})}
-    results.append_row(csv_path, row)
+    # One process at a time trains a run folder: a second one started on the same folder waits, then skips.
+    with exclusive(run_dir_of(config, data.name, runtime)):
+        if results.has_row(csv_path, done):
+            logging.info("skipped: %s was finished by another process meanwhile", done)
+            return None
+        result = train_and_evaluate(config, data, runtime, callbacks)
+        row = {**result.row, **(extra or {})}
+        results.append_row(csv_path, row)
     logging.info("%s", row)
     plot_run(result, data, run_dir_of(config, data.name, runtime))
     return row

@@ -620,9 +620,7 @@ def run_bench(
                     file=sys.stderr,
                     flush=True,
                 )
-    summary = summarise(results.read_rows(csv_path))
-    results.write_csv_atomically(summary, output_dir / "summary.csv")
-    return summary
+    return results.write_summary(csv_path, output_dir / "summary.csv", summarise)
 
 
 def _planned(counts: list[int], auto_k: bool) -> list[tuple[int, str]]:

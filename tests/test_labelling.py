@@ -58,7 +58,7 @@ def test_answer_book_asks_in_order_refuses_a_second_answer_and_reads_back(tmp_pa
     on_disk = ConstraintSet.from_csv(tmp_path / "answers.csv", 10)  # the file --constraints_file reads
     assert on_disk.i.tolist() == [0, 4] and on_disk.weight.tolist() == [1.0, -1.0]
     again = AnswerBook(tmp_path, 10)
-    assert again.decisions == book.decisions and again.next_question() == 3 and again.num_skipped == 1
+    assert again.votes == book.votes and again.next_question() == 3 and again.num_skipped == 1
     assert again.undo() == (4, 5) and again.undo() == (2, 3) and again.undo() == (0, 1) and again.undo() is None
     (tmp_path / "questions.csv").write_text("i,j\n0,1\n")
     with pytest.raises(ValueError, match="questions.csv is damaged"):
@@ -247,7 +247,7 @@ def test_a_person_labels_in_chromium_through_a_restart_and_a_retrain(tmp_path):
         answers = pd.read_csv(tmp_path / "label" / "answers.csv")
         assert len(answers) == 24 and not answers.duplicated(["i", "j"]).any()
         same = labels[answers["i"]] == labels[answers["j"]]
-        assert (answers["weight"] == np.where(same, 1.0, -1.0)).all()
+        assert (answers["weight"] == np.where(same, 1e4, -1e4)).all()  # the confidence the page trains with
         lines = browser.find_elements("css selector", "#clusters .cluster")
         assert len(lines) == 10 and all(line.find_elements("css selector", "img") for line in lines[:1])
         assert browser.find_element("css selector", "#scores").text.count("\n") == 1  # header and one row

@@ -171,6 +171,40 @@ def test_backup_skips_unreadable_file_and_another_model(tmp_path):
     assert TrainingBackup(tmp_path / "none").restore(model) == 0
 
 
+def test_backup_keeps_two_for_workers_and_resumes_from_the_agreed_epoch(tmp_path):
+    import tensorflow as tf
+
+    from dcgmm_tf.distribute import common_epoch
+
+    model = small_model()
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    backup = TrainingBackup(tmp_path, keep=2)
+    backup.set_model(model)
+    saved = []
+    for epoch in range(4):
+        model.cluster_means.assign(np.full(model.cluster_means.shape, float(epoch), np.float32))
+        backup.on_epoch_end(epoch)
+        saved.append(model.get_weights())
+    assert sorted(p.name for p in tmp_path.glob("*.npz")) == ["epoch-00003.npz", "epoch-00004.npz"]
+    (tmp_path / "epoch-00009.npz").write_bytes(b"half a file")
+    offered = []
+
+    def agree(epochs):  # the other worker's newest backup is of epoch 3
+        offered.append(epochs)
+        return common_epoch(tf.distribute.get_strategy(), [3], 6) if 3 in epochs else 0
+
+    restored = small_model(seed=1)
+    restored.compile(optimizer=keras.optimizers.Adam(1e-3))
+    assert backup.restore(restored, agree) == 3 and offered == [[4, 3]]  # the damaged epoch 9 is not offered
+    assert weights_equal(restored.get_weights(), saved[2])
+    fresh = small_model(seed=1)
+    fresh.compile(optimizer=keras.optimizers.Adam(1e-3))
+    assert backup.restore(fresh, lambda epochs: 0) == 0  # no epoch in common: from the beginning
+    assert weights_equal(fresh.get_weights(), small_model(seed=1).get_weights())
+    strategy = tf.distribute.get_strategy()
+    assert [common_epoch(strategy, e, 6) for e in ([4, 3], [], [7], [0, 6])] == [4, 0, 0, 6]
+
+
 def test_trim_history(tmp_path):
     path = tmp_path / "history.csv"
     path.write_text("epoch,loss\n0,1.5\n1,1.2\n2,1.1\n")

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -183,3 +184,75 @@ def test_config_keys_that_look_like_numbers_stay_text(tmp_path):
     rows = results.read_rows(path)
     assert rows["config"].tolist() == ["012345678901"]
     assert results.summarise(rows)["config"].tolist() == ["012345678901"]
+
+
+def test_the_last_summary_of_runs_sharing_a_folder_counts_every_row(tmp_path):
+    """Run a reads the rows and is slow to summarise them; run b appends its row meanwhile and summarises. Without
+    the lock, b's summary (two runs) would be overwritten by a's (one run)."""
+    path, summary_path = tmp_path / "results.csv", tmp_path / "summary.csv"
+    a_read, b_appended = threading.Event(), threading.Event()
+    row = {"dataset": "toy", "method": "dcgmm", "num_pairs": 10, "config": "k", "acc": 0.5}
+
+    def slow_summary(rows):
+        a_read.set()
+        b_appended.wait(10)
+        time.sleep(0.5)  # b would summarise now, were it not kept waiting
+        return results.summarise(rows)
+
+    def run_a():
+        results.append_row(path, {**row, "seed": 0})
+        results.write_summary(path, summary_path, slow_summary)
+
+    def run_b():
+        a_read.wait(10)
+        results.append_row(path, {**row, "seed": 1, "acc": 0.75})
+        b_appended.set()
+        results.write_summary(path, summary_path, results.summarise)
+
+    threads = [threading.Thread(target=run) for run in (run_a, run_b)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert a_read.is_set() and b_appended.is_set()
+    summary = pd.read_csv(summary_path)
+    assert summary["runs"].tolist() == [2] and summary["acc_mean"].tolist() == [0.625]
+
+
+@pytest.mark.slow
+def test_two_runs_at_once_on_one_folder_both_land_in_results_and_summary(tmp_path):
+    """Two runs of experiments.run with different seeds and one more with the first seed, all at once on one
+    --output_dir: two rows, a summary of two runs; the repeated run waits for the first and skips."""
+    from tests.helpers import toy_npz
+
+    dataset = toy_npz(tmp_path, 200)
+
+    def start(seed):
+        command = [
+            sys.executable,
+            "-m",
+            "experiments.run",
+            f"--dataset={dataset}",
+            "--pretrain_epochs=1",
+            "--pair_tuning_epochs=0",
+            "--epochs=2",
+            "--num_pairs=100",
+            "--latent_dim=2",
+            "--batch_size=64",
+            "--threads=1",
+            "--verbose=0",
+            f"--seed={seed}",
+            f"--output_dir={tmp_path / 'out'}",
+            f"--cache_dir={tmp_path / 'cache'}",
+        ]
+        return subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    runs = [start(seed) for seed in (0, 1, 0)]
+    for run in runs:
+        _, err = run.communicate(timeout=600)
+        assert run.returncode == 0, err[-3000:]
+    rows = results.read_rows(tmp_path / "out" / "results.csv")
+    assert sorted(rows["seed"].tolist()) == [0, 1]
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv")
+    assert summary["runs"].tolist() == [2]
+    assert summary["acc_mean"].item() == pytest.approx(rows["acc"].mean())

@@ -1,14 +1,18 @@
 """The labelling page's web application (Starlette): the page, and a small JSON API over a
 :class:`~dcgmm_tf.labelling.session.LabellingSession`.
 
-Routes: ``GET /`` the page; ``GET /api/state`` the session's snapshot; ``POST /api/answer`` with
-``{"i", "j", "answer"}``; ``POST /api/undo``; ``POST /api/retrain``; ``GET /api/sample/{index}`` one training sample
-(a PNG for images, the feature view as JSON otherwise). Every error is a JSON ``{"error": message}`` with a 4xx or
-500 status, and is logged; no traceback reaches the browser. Paths never come from a request.
+Routes: ``GET /`` the page; ``GET /api/state?annotator=...`` the session's snapshot; ``POST /api/answer`` with
+``{"i", "j", "answer", "annotator"}``; ``POST /api/undo`` with ``{"annotator"}`` (or no body);
+``POST /api/retrain?annotator=...``;
+``GET /api/sample/{index}`` one training sample (a PNG for images, the feature view as JSON otherwise). ``annotator``
+names the person (optional, "" names nobody). Every error is a JSON ``{"error": message}`` with a 4xx status (507
+when the disk is full, 500 for a bug) and is logged; no traceback reaches the browser. Paths never come from a
+request.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from importlib import resources
 from typing import Any
@@ -21,10 +25,13 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from dcgmm_tf.labelling import render
-from dcgmm_tf.labelling.answers import AnswerError
+from dcgmm_tf.labelling.answers import AnswerError, check_annotator
 from dcgmm_tf.labelling.session import LabellingSession
+from dcgmm_tf.storage import DiskFullError
 
 log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 1 << 16  # a request body of the API is a few dozen bytes
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -41,14 +48,29 @@ async def _server_error(request: Request, error: Exception) -> JSONResponse:
     return JSONResponse({"error": f"the server failed: {type(error).__name__}: {error}"}, status_code=500)
 
 
-async def _body(request: Request) -> dict[str, Any]:
+async def _body(request: Request, required: bool = True) -> dict[str, Any]:
+    """The request's JSON object (``{}`` for an empty body unless ``required``), or a 400/413 HTTPException."""
+    raw = b""
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY_BYTES:
+            raise HTTPException(413, f"the request body is larger than {MAX_BODY_BYTES} bytes")
+    if not raw and not required:
+        return {}
     try:
-        body = await request.json()
-    except ValueError:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):  # RecursionError: arrays nested thousands deep
         raise HTTPException(400, "the request body must be JSON") from None
     if not isinstance(body, dict):
         raise HTTPException(400, "the request body must be a JSON object")
     return body
+
+
+def _annotator(value: Any) -> str:
+    try:
+        return check_annotator("" if value is None else value)
+    except ValueError as error:
+        raise HTTPException(400, str(error)) from None
 
 
 def _index(body: dict[str, Any], name: str, num_samples: int) -> int:
@@ -71,31 +93,41 @@ def create_app(session: LabellingSession) -> Starlette:
     async def index(request: Request) -> HTMLResponse:
         return HTMLResponse(page)
 
-    async def state(request: Request, status_code: int = 200) -> JSONResponse:
-        return JSONResponse({**session.snapshot(), "images": image_shape is not None}, status_code=status_code)
+    def snapshot(annotator: str, status_code: int = 200) -> JSONResponse:
+        return JSONResponse({**session.snapshot(annotator), "images": image_shape is not None}, status_code=status_code)
+
+    async def state(request: Request) -> JSONResponse:
+        return snapshot(_annotator(request.query_params.get("annotator")))
 
     async def answer(request: Request) -> JSONResponse:
         body = await _body(request)
         i, j = _index(body, "i", num_samples), _index(body, "j", num_samples)
+        annotator = _annotator(body.get("annotator"))
         try:
-            session.answer(i, j, body.get("answer"))
+            session.answer(i, j, body.get("answer"), annotator)
         except AnswerError as error:
             return _error(409, str(error))
         except ValueError as error:
             return _error(400, str(error))
-        return await state(request)
+        except DiskFullError as error:
+            return _error(507, f"the answer was not recorded: {error}")
+        return snapshot(annotator)
 
     async def undo(request: Request) -> JSONResponse:
-        if session.undo() is None:
-            return _error(409, "there is no answer to undo")
-        return await state(request)
+        annotator = _annotator((await _body(request, required=False)).get("annotator"))
+        try:
+            if session.undo(annotator) is None:
+                return _error(409, "there is no answer to undo")
+        except DiskFullError as error:
+            return _error(507, f"the answer was not undone: {error}")
+        return snapshot(annotator)
 
     async def retrain(request: Request) -> JSONResponse:
         try:
             session.retrain()
         except RuntimeError as error:
             return _error(409, str(error))
-        return await state(request, status_code=202)
+        return snapshot(_annotator(request.query_params.get("annotator")), status_code=202)
 
     async def sample(request: Request) -> Response:
         index = request.path_params["index"]

@@ -102,8 +102,8 @@ class LabellingSession:
         )
         self.run = prepare_run(config, data, constraints=lambda y: ConstraintSet.empty(len(y)))
         self.folder = Path(folder)
-        self.book = AnswerBook(self.folder, len(self.run.inputs.x_train))
         self.weight = config.alpha or default_alpha(0.0)
+        self.book = AnswerBook(self.folder, len(self.run.inputs.x_train), self.weight)
         self.progress = Progress()
         self._lock = threading.RLock()
         self._thread: threading.Thread | None = None
@@ -137,8 +137,9 @@ class LabellingSession:
 
     # --- answers --------------------------------------------------------------------------------------------
 
-    def snapshot(self) -> dict[str, Any]:
-        """Everything the page shows: the next pair, the counts, the training's progress, scores and clusters."""
+    def snapshot(self, annotator: str = "") -> dict[str, Any]:
+        """Everything the page shows ``annotator``: the next pair, the counts, the pairs people disagree on, the
+        training's progress, scores and clusters."""
         with self._lock:
             position = self.book.next_question()
             pair = None if position is None else [int(v) for v in self.book.pairs[position]]
@@ -152,23 +153,26 @@ class LabellingSession:
                 "training": dataclasses.asdict(self.progress),
                 "rounds": self.state["rounds"],
                 "clusters": self.state["clusters"],
-                "can_undo": bool(self.book.decisions),
+                "disagreements": self.book.disagreements(),
+                "can_undo": any(vote.annotator == annotator for vote in self.book.votes),
             }
 
-    def answer(self, i: int, j: int, answer: str) -> None:
-        """Records the person's ``answer`` ("same", "different" or "skip") to the pair ``(i, j)`` asked now.
+    def answer(self, i: int, j: int, answer: str, annotator: str = "") -> None:
+        """Records ``annotator``'s ``answer`` ("same", "different" or "skip") to the pair ``(i, j)``: the pair asked
+        now, or one somebody else decided (see :meth:`AnswerBook.record`).
 
         Raises:
-          AnswerError: If ``(i, j)`` is not the pair asked now (another tab answered it, say).
-          ValueError: On an unknown answer.
+          AnswerError: If ``annotator`` answered ``(i, j)`` already (in another tab, say), or it is not asked yet.
+          ValueError: On an unknown answer or annotator name.
+          DiskFullError: When the answer cannot be written; it is not recorded.
         """
         with self._lock:
-            self.book.record(i, j, answer)
+            self.book.record(i, j, answer, annotator)
 
-    def undo(self) -> tuple[int, int] | None:
-        """Forgets the last answer (or skip); returns its pair, None when there is none."""
+    def undo(self, annotator: str = "") -> tuple[int, int] | None:
+        """Forgets ``annotator``'s last answer (or skip); returns its pair, None when there is none."""
         with self._lock:
-            return self.book.undo()
+            return self.book.undo(annotator)
 
     # --- training -------------------------------------------------------------------------------------------
 
@@ -184,7 +188,7 @@ class LabellingSession:
                 raise RuntimeError("a training is running already")
             if not self.book.num_answered:
                 raise RuntimeError("answer at least one pair before training")
-            constraints = self.book.constraints(self.weight)
+            constraints = self.book.constraints()
             first = self.state["retrains"] == 0
             epochs = self.schedule.start_epochs if first else self.schedule.round_epochs
             self.progress = Progress("starting" if first else "training", epochs=epochs)
@@ -230,10 +234,10 @@ class LabellingSession:
         number = retrains + 1  # the round whose pairs come next
         if number <= len(schedule.budgets):
             with self._lock:
-                pending = len(self.book.pairs) - len(self.book.decisions)
+                pending = len(self.book.pairs) - self.book.num_decided
                 wanted = schedule.budgets[number - 1] - self.book.num_answered - pending
             if wanted > 0:
-                known = self.book.constraints(self.weight)  # with the answers given while it trained
+                known = self.book.constraints()  # with the answers given while it trained
                 pairs = round_pairs(model, config, x_train, known, wanted, self.strategy, number, self.runtime)
                 with self._lock:
                     self.book.ask(pairs, number)  # a pair asked before (skipped, say) is not asked again
