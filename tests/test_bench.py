@@ -99,9 +99,9 @@ def test_phases_reports_each_phase_and_restart_of_a_run(tmp_path):
     import sys
     from pathlib import Path
 
-    from tests.test_cli import write_toy_npz
+    from tests.helpers import toy_npz
 
-    data, output = write_toy_npz(tmp_path), tmp_path / "phases.jsonl"
+    data, output = toy_npz(tmp_path, 200), tmp_path / "phases.jsonl"
     flags = ["--epochs=2", "--pretrain_epochs=1", "--pair_tuning_epochs=1", "--restart_every=1", "--num_clusters=3"]
     flags += ["--num_constraints=100", "--latent_dim=2", "--batch_size=32", "--verbose=0", f"--output={output}"]
     cmd = [sys.executable, "-m", "bench.phases", f"--dataset={data}", *flags]

@@ -6,11 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import toy_data
+from tests.helpers import toy_npz
 
 REPO = Path(__file__).resolve().parents[1]
 FASHION = Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
@@ -74,19 +73,10 @@ def test_cli_writes_results_summary_history_and_model(tmp_path):
     assert len(list((tmp_path / "cache").glob("*.weights.h5"))) == 1
 
 
-def write_toy_npz(tmp_path, n_train=200, n_test=100):
-    """:func:`toy_data` saved as toy.npz in the runner's .npz format; returns the path."""
-    x, y = toy_data(n_train)
-    x_test, y_test = toy_data(n_test, seed=1)
-    path = tmp_path / "toy.npz"
-    np.savez(path, x_train=x, y_train=y, x_test=x_test, y_test=y_test)
-    return path
-
-
 def test_the_runners_console_shows_phases_and_no_errors_nan_or_retracing(tmp_path):
     """A run prints each phase with its time, an epoch line without the test scores of epochs it does not evaluate,
     and no line that reads as an error (TensorFlow's C++ log) or a retracing warning."""
-    data = write_toy_npz(tmp_path)
+    data = toy_npz(tmp_path, 200)
     cmd = [sys.executable, "-m", "experiments.run", f"--dataset={data}", "--epochs=3", "--pretrain_epochs=1"]
     cmd += [
         "--pair_tuning_epochs=1",

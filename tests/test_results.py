@@ -191,7 +191,7 @@ def test_the_last_summary_of_runs_sharing_a_folder_counts_every_row(tmp_path):
     the lock, b's summary (two runs) would be overwritten by a's (one run)."""
     path, summary_path = tmp_path / "results.csv", tmp_path / "summary.csv"
     a_read, b_appended = threading.Event(), threading.Event()
-    row = {"dataset": "toy", "method": "dcgmm", "num_pairs": 10, "config": "k", "acc": 0.5}
+    row = {"dataset": "toy", "method": "dcgmm", "num_constraints": 10, "config": "k", "acc": 0.5}
 
     def slow_summary(rows):
         a_read.set()
@@ -236,7 +236,7 @@ def test_two_runs_at_once_on_one_folder_both_land_in_results_and_summary(tmp_pat
             "--pretrain_epochs=1",
             "--pair_tuning_epochs=0",
             "--epochs=2",
-            "--num_pairs=100",
+            "--num_constraints=100",
             "--latent_dim=2",
             "--batch_size=64",
             "--threads=1",
