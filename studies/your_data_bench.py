@@ -1,8 +1,8 @@
 r"""The estimator's defaults on nineteen data sets, against k-means, a Gaussian mixture and PCKMeans.
 
-    python -m experiments.your_data_bench --output_dir=results/your_data_bench --seeds=0,1,2 --pairs=0,100,500
-    python -m experiments.your_data_bench --auto_k ...                 # also n_clusters="auto" at the most pairs
-    python -m experiments.your_data_bench --tiny --seeds=0 --pairs=0,50 --output_dir=/tmp/bench   # a quick run
+    python -m studies.your_data_bench --output_dir=results/your_data_bench --seeds=0,1,2 --pairs=0,100,500
+    python -m studies.your_data_bench --auto_k ...                 # also n_clusters="auto" at the most pairs
+    python -m studies.your_data_bench --tiny --seeds=0 --pairs=0,50 --output_dir=/tmp/bench   # a quick run
 
 Each set (:data:`SETS`) belongs to one half (:data:`HALVES`): the estimator's defaults are tuned on the ``tuning``
 half and reported on the ``reporting`` half. For every set, seed and count of ``--pairs``, that many random pairs

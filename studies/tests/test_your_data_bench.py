@@ -1,4 +1,4 @@
-"""experiments.your_data_bench in its tiny mode: one row per fit, a summary, and a second call that fits nothing.
+"""studies.your_data_bench in its tiny mode: one row per fit, a summary, and a second call that fits nothing.
 
 The runner's core (``run_bench``) runs in the test's process; importing the module defines no flags.
 """
@@ -6,7 +6,7 @@ The runner's core (``run_bench``) runs in the test's process; importing the modu
 import numpy as np
 import pandas as pd
 
-from experiments import your_data_bench as bench
+from studies import your_data_bench as bench
 
 
 def test_tiny_bench_writes_a_row_per_fit_and_resumes(tmp_path):

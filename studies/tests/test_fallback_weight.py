@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import fallback_weight
-from experiments import your_data_bench as bench
+from studies import fallback_weight
+from studies import your_data_bench as bench
 
 
 def test_a_row_per_fit_with_the_ari_of_each_scale():
