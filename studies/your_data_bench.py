@@ -73,7 +73,7 @@ HALVES = {
 TINY_SETS = ("iris", "blobs_2d", "classification_3")  # --tiny: small sets, fast fits
 TINY_PARAMS = {"epochs": 2, "pretrain_epochs": 2, "choice_tuning_epochs": 1}  # --tiny: the estimator's settings
 # Images in [0, 1] and text features, kept as they are.
-UNSCALED = ("digits", "fashion_2000", "docstrings", "docstrings_tf")
+UNSCALED = ("digits", "fashion_2000", "docstrings", "docstrings_tf", "docstrings_libs")
 # The sets the estimator models with the Gaussian likelihood (those of images in [0, 1] are Bernoulli): where its
 # input fallback applies.
 GAUSSIAN_SETS = tuple(name for name in HALVES if name not in ("digits", "fashion_2000"))
