@@ -1,7 +1,7 @@
 """The scikit-learn estimator: fitting with pairs or a ConstraintSet, scikit-learn's own tools and checks.
 
 scikit-learn's checks: all 48 of `estimator_checks_generator(..., legacy=True)` were run on this estimator
-(docs/your-data.md gives the command and the result). With the tiny schedule below every check passes
+(studies/README.md gives the command and the result). With the tiny schedule below every check passes
 or is skipped by scikit-learn itself (the estimator is tagged non_deterministic: bit-identical refits need
 TensorFlow's process-wide op determinism), except check_clustering, whose ARI > 0.4 on 50 blobs needs the full
 default schedule (it passes with the defaults, 11 minutes). The suite runs the quick ones (`APPLICABLE_CHECKS`);
@@ -294,7 +294,7 @@ def test_the_schedule_fits_the_data_size():
 @pytest.mark.slow
 def test_no_collapse_on_a_small_table_without_pairs():
     """Standardised wine (178 x 13) without pairs, the defaults: every cluster used, k-means' ARI (once: ARI 0.000, one
-    cluster). Ten seeds: mean ARI 0.926 against k-means' 0.899 (docs/your-data.md)."""
+    cluster). Ten seeds: mean ARI 0.926 against k-means' 0.899 (studies/README.md)."""
     from sklearn.cluster import KMeans
     from sklearn.datasets import load_wine
     from sklearn.metrics import adjusted_rand_score
