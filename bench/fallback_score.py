@@ -6,15 +6,17 @@ twice per fit), per covariance type.
 
 Gaussian clusters (``num_clusters`` centres, unit noise) and ``num_pairs`` pairs answered from their labels
 (``ConstraintSet.from_labels``); the true clustering is scored by :func:`dcgmm_tf.paired_mixture.score_clusterings`
-with the pairs at the estimator's share of their weight (:func:`dcgmm_tf.fallback.pair_scale`). Reported: seconds per
-covariance type, and the process's peak resident memory (``ru_maxrss``) before scoring (the libraries, TensorFlow
-among them, and the data) and after.
+with the pairs at the estimator's share of their weight (:func:`dcgmm_tf.fallback.pair_scale`). Reported: seconds
+per covariance type, and the process's peak resident memory (``ru_maxrss``) before scoring (the libraries,
+TensorFlow among them, and the data) and after; and the score (``objective``) of the true clustering per covariance
+type.
 """
 
 from __future__ import annotations
 
 import resource
 import time
+from typing import Any
 
 from absl import app, flags
 
@@ -37,30 +39,44 @@ def _define_flags() -> None:
 def measure(
     num_samples: int, num_features: int, num_clusters: int, num_pairs: int, covariance_types: list[str]
 ) -> dict:
-    """Seconds to score one clustering per covariance type, and the peak resident memory in MB before scoring and
-    after."""
-    import numpy as np
-
+    """Seconds to score one clustering per covariance type, its score, and the peak resident memory in MB before
+    scoring and after."""
     from dcgmm_tf import paired_mixture
     from dcgmm_tf.constraints import ConstraintSet
     from dcgmm_tf.fallback import pair_scale
+
+    x, labels, pairs = clusters(num_samples, num_features, num_clusters, num_pairs)
+    before_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    small = ConstraintSet.from_labels(labels[:1000], 10, seed=0)
+    seconds, objectives = {}, {}
+    scale = pair_scale(len(pairs), num_samples)
+    for kind in covariance_types:  # a small call first: the timed one pays no first-call costs
+        paired_mixture.score_clusterings(x[:1000], small, {"truth": labels[:1000]}, num_clusters, kind)
+        start = time.perf_counter()
+        scored = paired_mixture.score_clusterings(x, pairs, {"truth": labels}, num_clusters, kind, scale)
+        seconds[kind] = round(time.perf_counter() - start, 2)
+        objectives[kind] = float(scored["truth"].objective)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {
+        "seconds": seconds,
+        "objective": objectives,
+        "peak_rss_mb_before": round(before_mb),
+        "peak_rss_mb": round(peak_mb),
+    }
+
+
+def clusters(num_samples: int, num_features: int, num_clusters: int, num_pairs: int) -> tuple[Any, Any, Any]:
+    """The scored data: ``num_clusters`` Gaussian clusters (centres of spread 3, unit noise) of ``num_samples`` rows,
+    their labels and ``num_pairs`` pairs answered from them, all drawn from seed 0."""
+    import numpy as np
+
+    from dcgmm_tf.constraints import ConstraintSet
 
     rng = np.random.default_rng(0)
     labels = rng.integers(0, num_clusters, num_samples)
     centres = 3.0 * rng.normal(size=(num_clusters, num_features))
     x = centres[labels] + rng.normal(size=(num_samples, num_features))
-    pairs = ConstraintSet.from_labels(labels, num_pairs, seed=0)
-    before_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    small = ConstraintSet.from_labels(labels[:1000], 10, seed=0)
-    seconds = {}
-    scale = pair_scale(len(pairs), num_samples)
-    for kind in covariance_types:  # a small call first: the timed one pays no first-call costs
-        paired_mixture.score_clusterings(x[:1000], small, {"truth": labels[:1000]}, num_clusters, kind)
-        start = time.perf_counter()
-        paired_mixture.score_clusterings(x, pairs, {"truth": labels}, num_clusters, kind, scale)
-        seconds[kind] = round(time.perf_counter() - start, 2)
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"seconds": seconds, "peak_rss_mb_before": round(before_mb), "peak_rss_mb": round(peak_mb)}
+    return x, labels, ConstraintSet.from_labels(labels, num_pairs, seed=0)
 
 
 def main(argv: list[str]) -> None:

@@ -5,12 +5,12 @@ fold the embeddings are mapped by the link metric of the other pairs (:func:`dcg
 a diagonal GMM with K components is fitted for each candidate K (of ``n_init`` starts the one that best explains the
 fold's training pairs, :func:`pair_guided_gmm`), its weights held at 1/K by default, the prior DC-GMM trains with
 (Sec. 2.4; :class:`EqualWeightGaussianMixture`; EM's fitted weights chose K - 1 or K + 1 on two of three
-Fashion-MNIST seeds and on two of three digits seeds, docs/your-data.md); each held-out link is scored by its
+Fashion-MNIST seeds and on two of three digits seeds, studies/README.md); each held-out link is scored by its
 log-likelihood under the GMM's cluster probabilities (kept with probability sum_k p(k|x_i) p(k|x_j), up to the
 flip rate its confidence implies).
 Too few clusters break held-out cannot-links, too many break held-out must-links, so with both link types the
 smallest K whose mean score is within one standard error of the best is chosen (the one-standard-error rule; the
-best score itself chose 11-15 for 10 classes, docs/your-data.md). Every candidate is scored on the same held-out
+best score itself chose 11-15 for 10 classes, studies/README.md). Every candidate is scored on the same held-out
 pairs, so the error is that of the paired differences to the best candidate (:func:`one_standard_error_band`): the
 unpaired error of the best's mean, the textbook rule, counts the pairs' spread that all candidates share and chose
 K - 1 on two of three Fashion-MNIST seeds.
@@ -19,12 +19,12 @@ smallest (cannot) K whose score ties the best (within one standard error, or ``T
 score range if more) is chosen, with a warning, as that choice follows how the GMM splits the embedding. Without
 pairs the BIC of a diagonal GMM on the embeddings decides, with a warning: it follows the embedding's modes rather
 than the classes (12 for 6 blobs, 22-30 of the candidates 2-30 for the 10 classes of digits and Fashion-MNIST). With
-both link types, a choice at the largest candidate is warned about too. docs/your-data.md gives the measured choices.
+both link types, a choice at the largest candidate is warned about too. studies/README.md gives the measured choices.
 Which pairs a split holds out can decide between neighbouring K (9 or 10 on Fashion-MNIST, about half the splits each
 on two seeds of five): with ``splits`` > 1 the tie and its neighbours are scored again on more splits and chosen on
 each pair's mean score (the runner's default, five), by the same rule or, with ``rule="best"`` (the runner's
 default), as the best of them: averaged over five splits the best score took the true K on 27 of 29 fits against
-24 (docs/your-data.md).
+24 (studies/README.md).
 
 The embedding is the autoencoder's, before any pair has shaped it, and on digits it merged two digits (K = 9 for 10,
 12 points of ACC lost). With ``fold_embedding`` each fold brings its own, e.g. the autoencoder tuned with that
@@ -32,7 +32,7 @@ fold's training pairs (the estimator's ``choice_tuning_epochs``), which separate
 and ``probe_epochs`` (an option, off by default), ``n_clusters="auto"`` then trains short probes at the chosen K and
 its two neighbours on three quarters of the answers and scores each by the held-out quarter's log-likelihood
 (:func:`probe_num_clusters`): trained with pairs, the model may split what the embedding merged, and held-out
-must-links break when K is too large. Measured on digits, blobs and Fashion-MNIST (docs/your-data.md), the probes
+must-links break when K is too large. Measured on digits, blobs and Fashion-MNIST (studies/README.md), the probes
 moved K away from the true K as often as towards it (most held-out pairs are cannot-links, which favour one cluster
 more), so they are not the default.
 
@@ -56,7 +56,8 @@ from threadpoolctl import threadpool_limits
 
 from dcgmm_tf.config import CHOICE_RULES, MIXTURE_WEIGHTS
 from dcgmm_tf.constraints import ConstraintSet
-from dcgmm_tf.constraints.confidence import flip_probability
+from dcgmm_tf.constraints.confidence import flip_probability, link_log_likelihood, link_log_probabilities
+from dcgmm_tf.paired_mixture import log_joint
 from dcgmm_tf.shims import EqualWeightGaussianMixture
 from dcgmm_tf.starts import link_metric
 from dcgmm_tf.validation import check_matrix
@@ -137,10 +138,7 @@ def pair_log_likelihood(log_p_i: np.ndarray, log_p_j: np.ndarray, must: np.ndarr
     """
     log_same = logsumexp(log_p_i + log_p_j, axis=1)
     log_diff = np.log(-np.expm1(np.minimum(log_same, -1e-12)))
-    log_ok, log_wrong = np.log1p(-flip), np.log(flip)
-    same_term = np.logaddexp(log_same + log_ok, log_diff + log_wrong)  # observed as a must-link
-    diff_term = np.logaddexp(log_same + log_wrong, log_diff + log_ok)
-    return np.where(must, same_term, diff_term)
+    return link_log_likelihood(*link_log_probabilities(must, flip), log_same, log_diff)
 
 
 def log_responsibilities(gmm: GaussianMixture, x: np.ndarray) -> np.ndarray:
@@ -151,13 +149,10 @@ def log_responsibilities(gmm: GaussianMixture, x: np.ndarray) -> np.ndarray:
     """
     if gmm.covariance_type != "diag":
         raise ValueError(f"a diagonal GMM is needed, got covariance_type={gmm.covariance_type!r}")
-    x = np.asarray(x, np.float64)
-    precisions = 1.0 / np.asarray(gmm.covariances_, np.float64)  # [K, D]
-    means = np.asarray(gmm.means_, np.float64)
-    # sum_d (x_d - mu_kd)^2 / var_kd, expanded into matrix products as scikit-learn does: [N, K]
-    squared = (x**2) @ precisions.T - 2.0 * x @ (means * precisions).T + (means**2 * precisions).sum(axis=1)
-    log_joint = np.log(gmm.weights_) - 0.5 * (x.shape[1] * np.log(2 * np.pi) - np.log(precisions).sum(axis=1) + squared)
-    return log_joint - logsumexp(log_joint, axis=1, keepdims=True)
+    joint = log_joint(
+        x, gmm.weights_, np.asarray(gmm.means_, np.float64), np.asarray(gmm.covariances_, np.float64), "diag"
+    )
+    return joint - logsumexp(joint, axis=1, keepdims=True)
 
 
 def pair_guided_gmm(
@@ -234,7 +229,7 @@ def choose_num_clusters(
       n_init: Starts of each GMM, each fitted once; the start whose cluster probabilities give the fold's
         training pairs the highest log-likelihood is kept (:func:`pair_guided_gmm`). Kept by the data's
         likelihood instead (scikit-learn's ``n_init``), three starts chose 10 / 12 / 9 on the Fashion-MNIST
-        embeddings of docs/your-data.md, ten kept by the pairs 10 / 10 / 10.
+        embeddings of studies/README.md, ten kept by the pairs 10 / 10 / 10.
       max_samples: The GMMs are fitted to at most this many samples, drawn with ``seed`` (the score uses all).
       fold_embedding: The embeddings [N, D] made with a fold's training pairs, called once per fold: e.g. the
         autoencoder tuned with them, as the fit then tunes it with all pairs, so that no held-out pair has shaped
@@ -245,10 +240,10 @@ def choose_num_clusters(
         types, the candidates that tie the best on the first split, and their two neighbours, are scored again on
         ``splits - 1`` more splits (each with its own GMM seeds and fit rows), and ``rule`` chooses among them on
         each pair's score averaged over the splits: which pairs a split holds out decides
-        between neighbouring K on Fashion-MNIST (docs/your-data.md).
+        between neighbouring K on Fashion-MNIST (studies/README.md).
       rule: With both link types: ``"one_se"``, the smallest K that ties the best (the one-standard-error rule),
         or ``"best"``, the K of the best mean score (with more ``splits``: on the scores averaged over them, among
-        the first split's tie and its neighbours; on one split it chose 11-15 for 10 classes, docs/your-data.md).
+        the first split's tie and its neighbours; on one split it chose 11-15 for 10 classes, studies/README.md).
 
     Returns:
       The chosen K with every candidate's score.
@@ -271,7 +266,7 @@ def choose_num_clusters(
         warnings.warn(
             f"fewer than {2 * folds} pairs: K={count.num_clusters} is chosen by the BIC of a GMM on the embedding, "
             "which follows its modes rather than classes (12 for 6 blobs, 22-30 for the 10 classes of digits and "
-            "Fashion-MNIST, docs/your-data.md); give pairs of both link types, or the number of clusters",
+            "Fashion-MNIST, studies/README.md); give pairs of both link types, or the number of clusters",
             stacklevel=2,
         )
         return count  # not told to widen the range: the BIC's K is too large already
@@ -362,7 +357,7 @@ def held_out_values(
         fold_z = z if fold_embedding is None else _checked_embedding(fold_embedding(train), z.shape)
         mapped = fold_z @ link_metric(fold_z, train)
         i, j = constraints.i[held], constraints.j[held]
-        # One BLAS thread: the GMMs' matrices are small, more threads made the choice slower (docs/your-data.md), and
+        # One BLAS thread: the GMMs' matrices are small, more threads made the choice slower (studies/README.md), and
         # the last digits would depend on the machine's cores.
         with threadpool_limits(1, user_api="blas"):
             for n, k in enumerate(candidates):

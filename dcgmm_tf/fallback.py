@@ -25,15 +25,15 @@ model. Near ties happen: on iris with 100 pairs (seed 0, the defaults) the two s
 the Gaussian likelihood: a Gaussian mixture of pixel values in [0, 1] is no rival to the Bernoulli decoder.
 
 **The constants, where they were chosen and how much they move the result.** All were chosen on the benchmark's
-tuning half (``experiments.your_data_bench``, its Gaussian sets), the reporting half left to check them; "ARI" is the
+tuning half (``studies.your_data_bench``, its Gaussian sets), the reporting half left to check them; "ARI" is the
 mean adjusted Rand index of the returned clustering against the classes. "Halved and doubled" was measured once on 7
 fits with the estimator's defaults (iris, breast_cancer, aniso_2d, classification_3, wine and blobs_5d with 100 pairs,
 seed 0; iris with 500 pairs, seed 1), the deep model's clusters held fixed and the fallback (its input GMM
 included) run again with the one constant changed: mean ARI 0.9181 with every constant as it is.
 
 - ``PAIR_RATE`` = 0.03 (here). Chosen among the rates 0.005-0.05 per pair per sample and constant shares 0-1, each
-  scored on the same 102 fits with pairs (``experiments.fallback_weight``;
-  docs/results/your_data_bench/fallback_weight.csv): on the tuning half it keeps the former constant share 3e-3's
+  scored on the same 102 fits with pairs (``studies.fallback_weight``;
+  studies/results/your_data_bench/fallback_weight.csv): on the tuning half it keeps the former constant share 3e-3's
   ARI with 100 pairs and beats it with 500 (0.7479 / 0.8205 against 0.7480 / 0.7988 in that CSV), where the best
   constant with 500 pairs (0.1: 0.8298) loses with 100 (0.7383). Its CSV neighbours: 0.02 gives 0.7480 / 0.8168,
   0.05 0.7442 / 0.8197 (reporting half: 0.8484 / 0.8795 at 0.03, 0.8485 / 0.8795 at 0.02, 0.8514 / 0.8795 at
@@ -45,7 +45,7 @@ included) run again with the one constant changed: mean ARI 0.9181 with every co
   0.9153, doubled: 0.9207 on the 7 fits; no choice changed, the input mixture's labels moved on two (iris 0.960 ->
   0.941 / 0.980, aniso_2d 0.727 -> 0.726 / 0.725).
 - ``INPUT_GMM_CHOICE_FLOOR`` = 1e-6 and ``INPUT_GMM_COVARIANCE_FLOOR`` = 1e-5 (:mod:`dcgmm_tf.starts`). The input
-  GMM without pairs (``experiments.covariance_floor``; docs/results/your_data_bench/covariance_floor.csv, 30 tuning
+  GMM without pairs (``studies.covariance_floor``; studies/results/your_data_bench/covariance_floor.csv, 30 tuning
   fits) scored ARI 0.7199 with both at 1e-6, 0.7211 with the clusters from EM at 1e-5 (docstrings_libs 0.326 ->
   0.360, no set lower) and 0.7185 at 1e-4; one floor of 1e-5 for both 0.7008 (docstrings_tf's BIC then prefers the
   diagonal GMM that clusters documents by their length). The CSV steps by factors of ten. Either floor halved or

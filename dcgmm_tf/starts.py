@@ -30,6 +30,7 @@ from sklearn.mixture import GaussianMixture
 
 from dcgmm_tf.config import LATENT_CLASS_STARTS, START_STRATEGIES
 from dcgmm_tf.constraints import ConstraintSet, flip_probability
+from dcgmm_tf.constraints.confidence import link_log_likelihood, link_log_probabilities
 from dcgmm_tf.validation import check_matrix
 
 
@@ -152,7 +153,7 @@ def input_gmm(
 
     The pairs choose because the likelihood can prefer a model of the features' shape to one of the classes: on
     tf-idf features a diagonal GMM can have the better BIC and held-out likelihood and cluster the documents by
-    their length, not their topic (docs/your-data.md)."""
+    their length, not their topic (studies/README.md)."""
     fits = input_gmm_fits(x, num_clusters, seed, spread, covariance_floor, choice_floor)
     if constraints is None or not len(constraints):
         return fits[0]
@@ -183,7 +184,7 @@ def input_gmm_fits(
     BIC of its fit at ``choice_floor`` orders the types, and its fit at ``covariance_floor`` is returned. On tf-idf
     features the BIC at the larger floor can prefer a diagonal GMM that clusters the documents by their length,
     while EM at the smaller floor can end on a cluster of fewer samples than features, whose covariance is singular
-    but for the floor (docs/your-data.md)."""
+    but for the floor (studies/README.md)."""
     x = _check_embeddings(np.asarray(x, np.float64), num_clusters)
     subset = _fit_subset(x, seed)
     kinds = ("diag", "full") if x.shape[1] ** 2 * len(subset) <= FULL_COVARIANCE_COST else ("diag",)
@@ -258,7 +259,7 @@ def kmeans_start(z: np.ndarray, num_clusters: int, seed: int = 0, min_variance: 
 
     The GMM of :func:`gmm_start` starts from one k-means run and runs EM on. Without pairs, on standardised breast
     cancer, training from the k-means clusters ended at a higher ARI on 4 of 5 seeds, but lower on wine and on
-    digits (docs/your-data.md), so it is an option, not a default.
+    digits (studies/README.md), so it is an option, not a default.
     """
     z = _check_embeddings(z, num_clusters)
     kmeans = KMeans(num_clusters, n_init=KMEANS_INITS, random_state=seed).fit(_fit_subset(z, seed))
@@ -387,10 +388,7 @@ def fit_latent_classes(
         raise ValueError(f"smoothing must be > 0, got {smoothing}")
     num_components = len(component_sizes)
     rng = np.random.default_rng(seed)
-    with np.errstate(divide="ignore"):  # a flip probability of 0 (a certain answer) has the log -inf, as it should
-        log_flip = np.log(flip)
-    log_same = np.where(must, np.log1p(-flip), log_flip)[:, None]  # log p(observation | same class)
-    log_diff = np.where(must, log_flip, np.log1p(-flip))[:, None]
+    log_same, log_diff = (log_p[:, None] for log_p in link_log_probabilities(must, flip))  # p(observation | ...)
     pairs = np.arange(len(a))
     ends = sparse.csr_matrix(
         (np.ones(2 * len(a)), (np.concatenate([a, b]), np.concatenate([pairs, pairs + len(a)]))),
@@ -419,8 +417,8 @@ def fit_latent_classes(
             theta_a, theta_b = log_theta[a], log_theta[b]
             # Log joint of each end's class with the observation: log theta_c[a] + log(w_same theta_c[b] + w_diff
             # sum_{c' != c} theta_c'[b]); the 1/K^2 of the class prior is added to the likelihood below.
-            end_a = theta_a + np.logaddexp(log_same + theta_b, log_diff + log_others[b])
-            end_b = theta_b + np.logaddexp(log_same + theta_a, log_diff + log_others[a])
+            end_a = theta_a + link_log_likelihood(log_same, log_diff, theta_b, log_others[b])
+            end_b = theta_b + link_log_likelihood(log_same, log_diff, theta_a, log_others[a])
             log_pair = log_sum_exp(end_a, axis=1)  # the same for both ends
             log_component = log_sum_exp(log_theta, axis=1)
             posterior = np.exp(np.concatenate([end_a, end_b]) - np.concatenate([log_pair, log_pair]))

@@ -9,4 +9,4 @@ if [[ "${1:-}" == "--slow" ]]; then
   shift
   marker="slow"
 fi
-.venv/bin/python -m pytest -q -n 2 --dist loadgroup -m "$marker" tests "$@"  # two workers; an xdist_group stays on one
+.venv/bin/python -m pytest -q -n 2 --dist loadgroup -m "$marker" tests studies/tests "$@"  # two workers; an xdist_group stays on one

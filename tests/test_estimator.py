@@ -1,7 +1,7 @@
 """The scikit-learn estimator: fitting with pairs or a ConstraintSet, scikit-learn's own tools and checks.
 
 scikit-learn's checks: all 48 of `estimator_checks_generator(..., legacy=True)` were run on this estimator
-(docs/your-data.md gives the command and the result). With the tiny schedule below every check passes
+(studies/README.md gives the command and the result). With the tiny schedule below every check passes
 or is skipped by scikit-learn itself (the estimator is tagged non_deterministic: bit-identical refits need
 TensorFlow's process-wide op determinism), except check_clustering, whose ARI > 0.4 on 50 blobs needs the full
 default schedule (it passes with the defaults, 11 minutes). The suite runs the quick ones (`APPLICABLE_CHECKS`);
@@ -304,7 +304,7 @@ def test_the_schedule_fits_the_data_size():
 @pytest.mark.slow
 def test_no_collapse_on_a_small_table_without_pairs():
     """Standardised wine (178 x 13) without pairs, the defaults: every cluster used, k-means' ARI (once: ARI 0.000, one
-    cluster). Ten seeds: mean ARI 0.926 against k-means' 0.899 (docs/your-data.md)."""
+    cluster). Ten seeds: mean ARI 0.926 against k-means' 0.899 (studies/README.md)."""
     from sklearn.cluster import KMeans
     from sklearn.datasets import load_wine
     from sklearn.metrics import adjusted_rand_score
@@ -471,11 +471,12 @@ def test_the_input_mixture_gives_the_labels_where_it_scores_higher(monkeypatch):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["iris", "wine"])
 def test_an_affine_map_of_a_benchmark_set_gives_the_same_clustering(name):
+    from sklearn import datasets
     from sklearn.metrics import adjusted_rand_score
+    from sklearn.preprocessing import StandardScaler
 
-    from experiments.your_data_bench import load_set
-
-    x, y = load_set(name)
+    x, y = getattr(datasets, f"load_{name}")(return_X_y=True)
+    x = StandardScaler().fit_transform(x)  # as the benchmark of studies/ loads it
     params = {**TINY, "epochs": 5, "pretrain_epochs": 3, "latent_dim": 5}
     reference = DCGMMClustering(len(np.unique(y)), **params).fit(x)
     # float32 keeps about 7 digits: with a = 1e-3 and |b| = 1e3 the rounding of a * X + b itself would blur the

@@ -39,14 +39,15 @@ def test_a_missing_summary_row_is_an_error_naming_the_folder(tmp_path):
 
 def test_every_folder_of_results_is_cited_by_a_page():
     pages = [README, *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "docs" / "results").rglob("*.md"))]
+    pages += sorted((REPO / "studies").rglob("*.md"))
     text = "\n".join(page.read_text() for page in pages)
     text += "\n".join(f"docs/results/{row.folder}/" for row in readme_table.ROWS if row.folder)
     tracked = subprocess.run(
-        ["git", "ls-files", "docs/results"], cwd=REPO, capture_output=True, text=True, check=True
+        ["git", "ls-files", "docs/results", "studies/results"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout.split()
     folders = {str(Path(path).parent) for path in tracked}
     uncited = sorted(f for f in folders if f"{f}/" not in text)
-    assert not uncited, f"folders under docs/results that no page cites: {uncited}"
+    assert not uncited, f"folders under docs/results or studies/results that no page cites: {uncited}"
 
 
 def test_the_pages_and_code_speak_of_the_project_not_of_its_history():
@@ -56,6 +57,8 @@ def test_the_pages_and_code_speak_of_the_project_not_of_its_history():
         *(REPO / "docs").rglob("*.md"),
         *(REPO / "dcgmm_tf").rglob("*.py"),
         *(REPO / "experiments").rglob("*.py"),
+        *(REPO / "studies").rglob("*.py"),
+        *(REPO / "studies").rglob("*.md"),
     ]
     found = [f"{p.relative_to(REPO)}: {m.group(0)}" for p in paths for m in pattern.finditer(p.read_text())]
     assert not found, found

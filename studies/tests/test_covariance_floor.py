@@ -6,8 +6,8 @@ import pytest
 
 from dcgmm_tf import metrics, starts
 from dcgmm_tf.sizing import input_scaling
-from experiments import covariance_floor
-from experiments import your_data_bench as bench
+from studies import covariance_floor
+from studies import your_data_bench as bench
 
 
 def test_rows_per_set_seed_floor_and_choice_floor_score_the_estimators_input_gmm():

@@ -6,8 +6,8 @@ import pytest
 
 from dcgmm_tf import ConstraintSet, metrics, starts
 from dcgmm_tf.sizing import input_scaling
-from experiments import covariance_choice
-from experiments import your_data_bench as bench
+from studies import covariance_choice
+from studies import your_data_bench as bench
 
 
 def test_rows_per_set_seed_and_covariance_type():

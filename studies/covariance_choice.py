@@ -1,6 +1,6 @@
 r"""Which covariance type of the input GMM finds the classes, and which criterion tells it without the labels.
 
-    python -m experiments.covariance_choice --output_dir=docs/results/your_data_bench --seeds=0,1,2 --pairs=100
+    python -m studies.covariance_choice --output_dir=studies/results/your_data_bench --seeds=0,1,2 --pairs=100
 
 For every set of the benchmark's tuning half that the estimator models with the Gaussian likelihood
 (:data:`SETS`; ``--datasets`` for others), every seed and both covariance types, the estimator's GMM of that type
@@ -24,7 +24,7 @@ import pandas as pd
 from absl import app, flags, logging
 
 from experiments import results
-from experiments import your_data_bench as bench
+from studies import your_data_bench as bench
 
 FLAGS = flags.FLAGS
 

@@ -1,12 +1,13 @@
-"""experiments.your_data_bench in its tiny mode: one row per fit, a summary, and a second call that fits nothing.
+"""studies.your_data_bench in its tiny mode: one row per fit, a summary, and a second call that fits nothing.
 
 The runner's core (``run_bench``) runs in the test's process; importing the module defines no flags.
 """
 
 import numpy as np
 import pandas as pd
+import pytest
 
-from experiments import your_data_bench as bench
+from studies import your_data_bench as bench
 
 
 def test_tiny_bench_writes_a_row_per_fit_and_resumes(tmp_path):
@@ -75,11 +76,19 @@ def test_half_means_average_each_halfs_sets_per_pair_count():
     ]
 
 
-def test_a_text_set_label_may_hold_modules_of_several_packages():
-    """A label's modules from two packages: each package's own docstrings, each text once, labelled by the key."""
-    merged = bench._label_docstrings(("json", "logging"))
-    alone = [list(bench.package_docstrings(package, (package,)).values()) for package in ("json", "logging")]
-    assert merged == list(dict.fromkeys(alone[0] + alone[1])) and alone[0] and alone[1]
-    x, y = bench.docstrings({"stdlib": ("json", "logging"), "email": ("email.message",)}, per_package=20, dims=5)
-    assert x.shape == (len(y), 5) and np.isfinite(x).all()
-    assert np.bincount(y).tolist() == [min(20, len(merged)), min(20, len(bench._label_docstrings(("email.message",))))]
+@pytest.mark.parametrize(
+    ("name", "counts"),
+    [
+        ("docstrings", [300, 300, 300, 300]),
+        ("docstrings_tf", [300, 300, 300]),
+        ("docstrings_libs", [139, 300, 151, 252]),
+    ],
+)
+def test_a_text_set_is_read_from_its_fixed_file(name, counts):
+    """Each text once, the labels' counts as the set was built; the features are those of these documents."""
+    documents, labels, names = bench.text_corpus(name)
+    assert np.bincount(labels).tolist() == counts and len(names) == len(counts)
+    assert len(set(documents)) == len(documents)
+    x, y = bench.SETS[name]()
+    assert x.shape == (len(documents), 100) and x.dtype == np.float64 and np.isfinite(x).all()
+    np.testing.assert_array_equal(y, labels)

@@ -1,4 +1,4 @@
-"""The parts of ``experiments.your_data``, flag-free: each returns one row per fit.
+"""The parts of ``studies.your_data``, flag-free: each returns one row per fit.
 
 ``small``: scikit-learn's wine and breast cancer, standardised, with the estimator's defaults, without pairs and with
 random pairs from the labels, against k-means (10 starts). ``scale``: digits and wine, ARI between the clustering of

@@ -1,10 +1,10 @@
 r"""How much the pairs should weigh in the score of the estimator's input fallback.
 
-    python -m experiments.fallback_weight --output_dir=docs/results/your_data_bench --seeds=0,1,2 --pairs=100,500
+    python -m studies.fallback_weight --output_dir=studies/results/your_data_bench --seeds=0,1,2 --pairs=100,500
 
 For every set of the benchmark that the estimator models with the Gaussian likelihood (:data:`SETS`;
 ``--datasets`` for fewer), every seed and every count of ``--pairs``, the estimator is fitted with its defaults and
-the benchmark's pairs for that seed, as ``experiments.your_data_bench`` fits it. Its two clusterings, the deep
+the benchmark's pairs for that seed, as ``studies.your_data_bench`` fits it. Its two clusterings, the deep
 model's (``start_labels_[start_]``) and that of its input GMM (:func:`dcgmm_tf.starts.input_gmm`, fitted again), are
 then scored as the fallback scores them (:func:`dcgmm_tf.fallback.choose`) with the pairs' weights
 times each of :data:`SCALES`, and times each of :data:`RATES` times the pairs per sample (the estimator's own
@@ -24,7 +24,7 @@ import pandas as pd
 from absl import app, flags, logging
 
 from experiments import results
-from experiments import your_data_bench as bench
+from studies import your_data_bench as bench
 
 if TYPE_CHECKING:
     from dcgmm_tf.constraints import ConstraintSet

@@ -1,9 +1,9 @@
 r"""How large a floor the input GMM should add to its variances: its clusters' ARI at each floor, on both halves.
 
-    python -m experiments.covariance_floor --output_dir=docs/results/your_data_bench --seeds=0,1,2
+    python -m studies.covariance_floor --output_dir=studies/results/your_data_bench --seeds=0,1,2
 
 For every set of the benchmark that the estimator models with the Gaussian likelihood
-(:data:`experiments.your_data_bench.GAUSSIAN_SETS`; ``--datasets`` for fewer), every seed and every floor of
+(:data:`studies.your_data_bench.GAUSSIAN_SETS`; ``--datasets`` for fewer), every seed and every floor of
 ``--floors``, the estimator's input GMM without pairs (:func:`dcgmm_tf.starts.input_gmm` with that
 ``covariance_floor``, on the set scaled as the estimator scales it) gets a row for each of two floors of the fits
 that choose its covariance type (``choice_floor``): the same floor, and the estimator's
@@ -26,7 +26,7 @@ import pandas as pd
 from absl import app, flags, logging
 
 from experiments import results
-from experiments import your_data_bench as bench
+from studies import your_data_bench as bench
 
 FLAGS = flags.FLAGS
 

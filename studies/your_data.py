@@ -1,12 +1,12 @@
 r"""The estimator on data as people bring it: small tabular sets, any scale, K chosen from the pairs.
 
-    python -m experiments.your_data --part=small --output_dir=docs/results/your_data      # wine, breast cancer
-    python -m experiments.your_data --part=scale --output_dir=docs/results/your_data      # X against a X + b
-    python -m experiments.your_data --part=num_clusters --output_dir=docs/results/your_data  # K="auto"
-    python -m experiments.your_data --part=checks --output_dir=docs/results/your_data     # scikit-learn's checks
-    python -m experiments.your_data --part=small --tiny --seeds=0 --output_dir=/tmp/yd    # a quick run (tiny fits)
+    python -m studies.your_data --part=small --output_dir=studies/results/your_data          # wine, breast cancer
+    python -m studies.your_data --part=scale --output_dir=studies/results/your_data          # X against a X + b
+    python -m studies.your_data --part=num_clusters --output_dir=studies/results/your_data   # K="auto"
+    python -m studies.your_data --part=checks --output_dir=studies/results/your_data         # scikit-learn's checks
+    python -m studies.your_data --part=small --tiny --seeds=0 --output_dir=/tmp/yd           # a quick run (tiny fits)
 
-Every part (``experiments.your_data_parts``) appends rows to ``<output_dir>/<part>.csv`` (one row per fit) and
+Every part (``studies.your_data_parts``) appends rows to ``<output_dir>/<part>.csv`` (one row per fit) and
 prints them: ``small`` with ``--pairs`` pairs, ``num_clusters`` with Fashion-MNIST from ``--cache_dir``, ``checks``
 on ``--epochs`` epochs.
 """
@@ -21,7 +21,7 @@ FLAGS = flags.FLAGS
 flags.DEFINE_enum("part", "small", ["small", "scale", "num_clusters", "checks"], "What to measure.")
 flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds.")
 flags.DEFINE_integer("pairs", 300, "Pairs from the labels for the small sets' second row.")
-flags.DEFINE_string("output_dir", "docs/results/your_data", "Folder of the CSV files.")
+flags.DEFINE_string("output_dir", "studies/results/your_data", "Folder of the CSV files.")
 flags.DEFINE_string("cache_dir", "data/cache", "The runner's pretraining cache (Fashion-MNIST in num_clusters).")
 flags.DEFINE_integer("epochs", 2, "Training epochs of the tiny schedule (the checks part, and --tiny).")
 flags.DEFINE_bool("tiny", False, "Every fit tiny (a 32-32 network, --epochs epochs): a quick run of the command.")
@@ -70,7 +70,7 @@ flags.DEFINE_list(
 
 def main(argv: list[str]) -> None:
     del argv
-    from experiments import your_data_parts as parts
+    from studies import your_data_parts as parts
 
     seeds = [int(s) for s in FLAGS.seeds]
     params = parts.tiny_schedule(FLAGS.epochs, seeds[0]) if FLAGS.tiny else {}

@@ -1,8 +1,8 @@
 r"""The estimator's defaults on nineteen data sets, against k-means, a Gaussian mixture and PCKMeans.
 
-    python -m experiments.your_data_bench --output_dir=results/your_data_bench --seeds=0,1,2 --pairs=0,100,500
-    python -m experiments.your_data_bench --auto_k ...                 # also n_clusters="auto" at the most pairs
-    python -m experiments.your_data_bench --tiny --seeds=0 --pairs=0,50 --output_dir=/tmp/bench   # a quick run
+    python -m studies.your_data_bench --output_dir=results/your_data_bench --seeds=0,1,2 --pairs=0,100,500
+    python -m studies.your_data_bench --auto_k ...                 # also n_clusters="auto" at the most pairs
+    python -m studies.your_data_bench --tiny --seeds=0 --pairs=0,50 --output_dir=/tmp/bench   # a quick run
 
 Each set (:data:`SETS`) belongs to one half (:data:`HALVES`): the estimator's defaults are tuned on the ``tuning``
 half and reported on the ``reporting`` half. For every set, seed and count of ``--pairs``, that many random pairs
@@ -28,8 +28,6 @@ and the Markdown table and the comparisons of the reporting half are printed. Us
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import math
 import sys
 import time
@@ -75,7 +73,7 @@ HALVES = {
 TINY_SETS = ("iris", "blobs_2d", "classification_3")  # --tiny: small sets, fast fits
 TINY_PARAMS = {"epochs": 2, "pretrain_epochs": 2, "choice_tuning_epochs": 1}  # --tiny: the estimator's settings
 # Images in [0, 1] and text features, kept as they are.
-UNSCALED = ("digits", "fashion_2000", "docstrings", "docstrings_tf")
+UNSCALED = ("digits", "fashion_2000", "docstrings", "docstrings_tf", "docstrings_libs")
 # The sets the estimator models with the Gaussian likelihood (those of images in [0, 1] are Bernoulli): where its
 # input fallback applies.
 GAUSSIAN_SETS = tuple(name for name in HALVES if name not in ("digits", "fashion_2000"))
@@ -218,173 +216,36 @@ def fashion_subset(size: int = 2000, subset_seed: int = 784) -> Data | None:
     return data.x_test[pick].astype(np.float64), data.y_test[pick].astype(np.int64)
 
 
-# Per label (a package): the modules whose public functions and classes (and the classes' own public methods) are
-# read.
-DOC_MODULES = {
-    "numpy": ("numpy", "numpy.fft", "numpy.linalg", "numpy.ma", "numpy.polynomial", "numpy.random"),
-    "scipy": (
-        "scipy.cluster.hierarchy",
-        "scipy.fft",
-        "scipy.integrate",
-        "scipy.interpolate",
-        "scipy.linalg",
-        "scipy.ndimage",
-        "scipy.optimize",
-        "scipy.signal",
-        "scipy.sparse",
-        "scipy.spatial",
-        "scipy.special",
-        "scipy.stats",
-    ),
-    "sklearn": (
-        "sklearn.cluster",
-        "sklearn.covariance",
-        "sklearn.decomposition",
-        "sklearn.ensemble",
-        "sklearn.feature_extraction.text",
-        "sklearn.linear_model",
-        "sklearn.manifold",
-        "sklearn.metrics",
-        "sklearn.mixture",
-        "sklearn.model_selection",
-        "sklearn.naive_bayes",
-        "sklearn.neighbors",
-        "sklearn.preprocessing",
-        "sklearn.tree",
-        "sklearn.utils",
-    ),
-    "pandas": ("pandas", "pandas.api.types", "pandas.errors", "pandas.plotting", "pandas.tseries.offsets"),
-}
-# The same for a second text set, of plotting and deep learning packages.
-OTHER_DOC_MODULES = {
-    "matplotlib": tuple(
-        f"matplotlib.{name}"
-        for name in (
-            "pyplot axes figure colors patches text lines ticker transforms collections image widgets animation "
-            "dates scale path colorbar legend cm backend_bases artist axis contour quiver spines table"
-        ).split()
-    ),
-    "keras": tuple(
-        f"keras.{name}"
-        for name in (
-            "layers ops optimizers losses metrics callbacks models utils activations initializers regularizers "
-            "constraints saving random"
-        ).split()
-    ),
-    "tensorflow": tuple(
-        f"tensorflow.{name}" for name in "math linalg signal image strings data nn io random sparse train".split()
-    ),
-}
-
-# A third text set (tuning half): Pillow, TensorFlow Probability's distributions, TensorBoard, and four standard-library
-# packages under one label ("stdlib"); a label's modules may come from several packages.
-LIBRARY_DOC_MODULES = {
-    "PIL": tuple(
-        f"PIL.{name}"
-        for name in "Image ImageCms ImageFile ImageFilter ImageFont ImageOps ImageWin TiffImagePlugin features".split()
-    ),
-    "tensorflow_probability": ("tensorflow_probability.python.distributions",),
-    "tensorboard": tuple(
-        f"tensorboard.{name}"
-        for name in (
-            "backend.event_processing.event_accumulator backend.event_processing.event_multiplexer "
-            "backend.event_processing.plugin_event_accumulator backend.event_processing.plugin_event_multiplexer "
-            "data.provider manager program summary summary.v1 plugins.base_plugin "
-            "plugins.debugger_v2.debug_data_multiplexer plugins.debugger_v2.debug_data_provider"
-        ).split()
-    ),
-    "stdlib": (
-        "asyncio",
-        "email.message",
-        "email.policy",
-        "email.utils",
-        "email.header",
-        "xml.etree.ElementTree",
-        "xml.sax",
-        "xml.sax.handler",
-        "xml.sax.xmlreader",
-        "logging",
-        "logging.handlers",
-    ),
-}
+# The text sets: documents with their labels, in fixed files (studies/data/<name>.json.xz), so that a set does not
+# change with the packages installed. They are docstrings (of at least 200 characters before their indentation was
+# removed) of packages' public functions and classes and the classes' own public methods, each text once and under one
+# label, at most 300 of a label (a fixed random subset): numpy, scipy, scikit-learn and pandas (docstrings); matplotlib,
+# Keras and TensorFlow (docstrings_tf); Pillow, TensorFlow Probability's distributions, TensorBoard and four
+# standard-library packages under one label (docstrings_libs). studies/README.md says which versions they come from.
+TEXT_DATA = Path(__file__).resolve().parent / "data"
 
 
-def _own(obj: Any, package: str) -> bool:
-    """Whether ``obj`` is a function or class defined in ``package`` (not one it re-exports from another)."""
-    module = getattr(obj, "__module__", None)
-    return (inspect.isclass(obj) or callable(obj)) and isinstance(module, str) and module.split(".")[0] == package
+def text_corpus(name: str) -> tuple[list[str], np.ndarray, list[str]]:
+    """The documents of the text set ``name``, their labels [N] int64 and the labels' names, from its file in
+    :data:`TEXT_DATA`."""
+    import json
+    import lzma
+
+    with lzma.open(TEXT_DATA / f"{name}.json.xz", "rt", encoding="utf-8") as file:
+        corpus = json.load(file)
+    return corpus["documents"], np.asarray(corpus["labels"], np.int64), corpus["label_names"]
 
 
-def package_docstrings(package: str, modules: Sequence[str], min_chars: int = 200) -> dict[str, str]:
-    """The docstrings of at least ``min_chars`` characters of ``package``'s public functions and classes (and the
-    classes' own public methods) in ``modules``, by qualified name; each text once."""
-    found: dict[str, str] = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # deprecated names warn when read
-        for module_name in modules:
-            module = importlib.import_module(module_name)
-            for name in sorted(n for n in dir(module) if not n.startswith("_")):
-                try:
-                    obj = getattr(module, name)
-                except Exception:  # noqa: BLE001 -- a name that fails to load is no document
-                    continue
-                if not _own(obj, package):
-                    continue
-                members = [(f"{module_name}.{name}", obj)]
-                if inspect.isclass(obj):
-                    for member in sorted(m for m in vars(obj) if not m.startswith("_")):
-                        value = getattr(obj, member, None)
-                        if callable(value):
-                            members.append((f"{module_name}.{name}.{member}", value))
-                for qualified, value in members:
-                    doc = getattr(value, "__doc__", None)
-                    if isinstance(doc, str) and len(doc.strip()) >= min_chars:
-                        found.setdefault(qualified, inspect.cleandoc(doc))
-    unique: dict[str, str] = {}
-    for qualified, doc in found.items():
-        if doc not in unique.values():
-            unique[qualified] = doc
-    return unique
-
-
-def _label_docstrings(modules: Sequence[str]) -> list[str]:
-    """The docstrings of ``modules`` (:func:`package_docstrings` of each module's package, packages in order of
-    first appearance), each text once."""
-    packages: dict[str, list[str]] = {}
-    for name in modules:
-        packages.setdefault(name.split(".")[0], []).append(name)
-    found: dict[str, None] = {}
-    for package, names in packages.items():
-        found.update(dict.fromkeys(package_docstrings(package, names).values()))
-    return list(found)
-
-
-def docstrings(
-    modules: dict[str, Sequence[str]] = DOC_MODULES, per_package: int = 300, dims: int = 100, subset_seed: int = 4
-) -> Data:
-    """Docstrings of the labels of ``modules`` (by default the packages numpy, scipy, scikit-learn and pandas; each
-    module read as :func:`package_docstrings` reads its own package's; a text found under two labels is left out),
-    at most ``per_package`` of each (a fixed random subset), labelled by their key in ``modules``, as tf-idf
-    features (2,000 terms, English stop words) reduced to ``dims`` dimensions by a truncated SVD."""
+def text_set(name: str, dims: int = 100) -> Data:
+    """The documents of :func:`text_corpus` as tf-idf features (2,000 terms, English stop words) reduced to ``dims``
+    dimensions by a truncated SVD, with their labels."""
     from sklearn.decomposition import TruncatedSVD
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    texts = {label: _label_docstrings(names) for label, names in modules.items()}
-    counts: dict[str, int] = {}
-    for package_texts in texts.values():
-        for text in set(package_texts):
-            counts[text] = counts.get(text, 0) + 1
-    rng = np.random.default_rng(subset_seed)
-    documents, labels = [], []
-    for label, package in enumerate(modules):
-        own = [text for text in texts[package] if counts[text] == 1]
-        if len(own) > per_package:
-            own = [own[i] for i in np.sort(rng.choice(len(own), per_package, replace=False))]
-        documents += own
-        labels += [label] * len(own)
+    documents, labels, _ = text_corpus(name)
     tfidf = TfidfVectorizer(max_features=2000, stop_words="english").fit_transform(documents)
     x = TruncatedSVD(dims, random_state=0).fit_transform(tfidf)
-    return x.astype(np.float64), np.asarray(labels, np.int64)
+    return x.astype(np.float64), labels
 
 
 # Each set's loader; the synthetic sets are drawn from fixed seeds of their own (the same set on every run seed).
@@ -404,10 +265,10 @@ SETS: dict[str, Callable[[], Data | None]] = {
     "classification_4": lambda: classification(504, 4, 30, 6, n_redundant=4, clusters=2),
     "classification_5": lambda: classification(505, 5, 60, 10),
     "fashion_2000": fashion_subset,
-    "docstrings": docstrings,
+    "docstrings": lambda: text_set("docstrings"),
     "subspace_60d": lambda: subspace_blobs(60, 601),
-    "docstrings_tf": lambda: docstrings(OTHER_DOC_MODULES),
-    "docstrings_libs": lambda: docstrings(LIBRARY_DOC_MODULES),
+    "docstrings_tf": lambda: text_set("docstrings_tf"),
+    "docstrings_libs": lambda: text_set("docstrings_libs"),
 }
 
 

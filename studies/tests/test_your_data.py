@@ -1,6 +1,6 @@
-"""experiments.your_data on the tiny schedule: its parts give one row per fit.
+"""studies.your_data on the tiny schedule: its parts give one row per fit.
 
-The parts run in the test's process (``experiments.your_data_parts``); the runner's own flags (``--output_dir``,
+The parts run in the test's process (``studies.your_data_parts``); the runner's own flags (``--output_dir``,
 ``--cache_dir`` and ``--epochs`` clash with the other runners' in one process) are checked in a process of their
 own, which stops at the flags before TensorFlow is imported.
 """
@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import your_data_parts
+from studies import your_data_parts
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
@@ -57,7 +57,7 @@ def test_num_clusters_part_chooses_and_trains_at_both_k(tmp_path):
 )
 def test_a_bad_flag_is_refused_by_the_flag(flag):
     proc = subprocess.run(
-        [sys.executable, "-m", "experiments.your_data", flag],
+        [sys.executable, "-m", "studies.your_data", flag],
         cwd=REPO,
         capture_output=True,
         text=True,
