@@ -162,20 +162,24 @@ def write_csv_atomically(frame: pd.DataFrame, path: str | os.PathLike) -> None:
 
 
 def write_summary(
-    path: str | os.PathLike, summary_path: str | os.PathLike, summarise: Callable[[pd.DataFrame], pd.DataFrame]
+    path: str | os.PathLike,
+    summary_path: str | os.PathLike,
+    summarise: Callable[[pd.DataFrame], pd.DataFrame],
+    renamed: dict[str, str] = RENAMED,
 ) -> pd.DataFrame:
     """Writes ``summarise(rows)`` of the results CSV at ``path`` to ``summary_path`` (atomically) and returns it,
     holding the lock ``<path>.lock`` from the reading to the rename: of several processes appending to one results
-    file, the last to summarise has read every row appended before, so the summary counts them all."""
+    file, the last to summarise has read every row appended before, so the summary counts them all. ``renamed``: as
+    :func:`read_rows` takes it."""
     with exclusive(path):
-        summary = summarise(read_rows(path))
+        summary = summarise(read_rows(path, renamed))
         write_csv_atomically(summary, summary_path)
     return summary
 
 
-def read_rows(path: str | os.PathLike) -> pd.DataFrame:
+def read_rows(path: str | os.PathLike, renamed: dict[str, str] = RENAMED) -> pd.DataFrame:
     """The whole rows of a results CSV as a frame (see ``valid_rows``; empty if the file does not exist), with the
-    new names of renamed columns (:data:`RENAMED`)."""
+    new names of renamed columns (``renamed``, old name -> new; :data:`RENAMED`, the runners' columns, by default)."""
     import pandas as pd
 
     header, rows = valid_rows(path)
@@ -185,7 +189,7 @@ def read_rows(path: str | os.PathLike) -> pd.DataFrame:
     csv.writer(buffer, lineterminator="\n").writerows([header, *rows])
     buffer.seek(0)
     frame = pd.read_csv(buffer, dtype={c: str for c in TEXT if c in header})
-    return frame.rename(columns={old: new for old, new in RENAMED.items() if new not in frame})
+    return frame.rename(columns={old: new for old, new in renamed.items() if new not in frame})
 
 
 def summarise(

@@ -414,7 +414,7 @@ def _key(dataset: Any, seed: Any, num_pairs: Any, method: Any) -> tuple[str, int
 
 def finished(csv_path: Path) -> set[tuple[str, int, int, str]]:
     """The (dataset, seed, num_pairs, method) of the rows already in ``csv_path``."""
-    rows = results.read_rows(csv_path)
+    rows = results.read_rows(csv_path, renamed={})  # num_pairs: the estimator's pairs, kept as named
     if rows.empty:
         return set()
     return {_key(*r) for r in rows[["dataset", "seed", "num_pairs", "method"]].itertuples(index=False)}
@@ -481,7 +481,7 @@ def run_bench(
                     file=sys.stderr,
                     flush=True,
                 )
-    return results.write_summary(csv_path, output_dir / "summary.csv", summarise)
+    return results.write_summary(csv_path, output_dir / "summary.csv", summarise, renamed={})
 
 
 def _planned(counts: list[int], auto_k: bool) -> list[tuple[int, str]]:

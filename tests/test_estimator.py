@@ -30,7 +30,7 @@ PRETRAINED = {**TINY, "pretrain_epochs": 1}
 PAPER_TINY = {**TINY, "hidden_units": (500, 500, 2000)}  # the paper's network, where a test needs it
 
 
-def test_fit_with_pairs_gives_labels_probabilities_and_embedding(caplog, capfd):
+def test_fit_with_pairs_gives_labels_probabilities_and_embedding():
     x, y = toy_data(200)
     ml = [(i, j) for i, j in zip(np.flatnonzero(y == 0)[:20], np.flatnonzero(y == 0)[20:40])]
     cl = [(i, j) for i, j in zip(np.flatnonzero(y == 0)[:20], np.flatnonzero(y == 1)[:20])]
@@ -43,9 +43,6 @@ def test_fit_with_pairs_gives_labels_probabilities_and_embedding(caplog, capfd):
     assert est.transform(x).shape == (200, 2) and est.likelihood_ == "bernoulli"
     assert len(est.constraints_) == 40 and est.constraints_.weight.max() == est.alpha
     assert len(est.history_["loss"]) == 2
-    for n in (7, 13, 29, 50, 101, 3, 11, 17, 1, 200):  # new input sizes retrace nothing (TensorFlow warns if they do)
-        est.predict(x[:n]), est.predict_proba(x[:n]), est.transform(x[:n])
-    assert "retracing" not in caplog.text + "".join(capfd.readouterr())
 
 
 def test_answers_spread_to_neighbours_train_with_more_pairs():
@@ -531,3 +528,35 @@ def test_the_fallback_keeps_the_deep_model_where_it_has_no_rival():
     labels = np.array([0, 1, 1])
     kept = choose_labels(np.zeros((3, 2)), ConstraintSet.empty(3), labels, None, None)
     assert (kept.chosen, kept.scores, kept.mixture) == ("deep", {}, None) and kept.labels is labels
+
+
+PREDICT_SIZES = """
+import numpy as np
+from dcgmm_tf.estimator import DCGMMClustering
+from tests.helpers import TINY, toy_data
+
+x, y = toy_data(200)
+ml = [(i, j) for i, j in zip(np.flatnonzero(y == 0)[:20], np.flatnonzero(y == 0)[20:40])]
+est = DCGMMClustering(2, **{**TINY, "pretrain_epochs": 1}).fit(x, ml=ml)
+for n in (7, 13, 29, 50, 101, 3, 11, 17, 1, 200):
+    est.predict(x[:n]), est.predict_proba(x[:n]), est.transform(x[:n])
+"""
+
+
+@pytest.mark.slow
+def test_predicting_inputs_of_new_sizes_retraces_nothing():
+    """In a process of its own (TensorFlow's warning counts the traces of the process): a fitted estimator's predict,
+    predict_proba and transform on ten input sizes print no tf.function retracing warning."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    proc = subprocess.run(
+        [sys.executable, "-c", PREDICT_SIZES],
+        cwd=Path(__file__).parents[1],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "retracing" not in proc.stdout + proc.stderr
