@@ -29,15 +29,17 @@ class Row:
     """One line of the table.
 
     Attributes:
+      data: The data set as the table names it, MNIST or Fashion; in lower case, its name in ``paper_table1.csv``.
       method: What ran, as the reader sees it.
-      flags: The flags added to the common command (``--dataset=fashion --num_constraints=6000`` unless they say
-        otherwise), or "" for the paper's own row.
+      flags: The flags added to the common command (``--num_constraints=6000`` and the data set), or "" for the
+        paper's own row.
       folder: The folder under ``docs/results`` whose ``summary.csv`` holds the numbers; "" for the paper's row.
       where: Column values that pick the summary row (e.g. ``{"seeds": "0-9"}``).
       held_out: Column values of a second summary row whose mean ACC is shown beside (seeds never used to choose).
       paper_column: The paper's Table 1 column, for the paper's row.
     """
 
+    data: str
     method: str
     flags: str
     folder: str = ""
@@ -47,12 +49,21 @@ class Row:
 
 
 ROWS = (
-    Row("DC-GMM, the paper's Table 1", "", paper_column="DC-GMM"),
-    Row("DC-GMM, default", "`--runs=10`", "fashion/default", (("seeds", "0-9"),), (("seeds", "5-9"),)),
-    Row("DC-GMM, paper's protocol", "`--protocol=paper --epochs=50`", "fashion/paper"),
-    Row("variant, pixels", "`--pair_loss=likelihood`", "fashion/variant_pixels", (("threads", "2"),)),
-    Row("variant, scaled HOG", "`--protocol=variant`", "fashion/variant", (("seeds", "0-9"),), (("seeds", "5-9"),)),
-    Row("VaDE", "`--method=vade --protocol=paper --epochs=50`", "fashion/vade"),
+    Row("MNIST", "DC-GMM, the paper's Table 1", "", paper_column="DC-GMM"),
+    Row("MNIST", "DC-GMM, default", "`--runs=7`", "mnist/default", (("seeds", "0-6"),), (("seeds", "5-6"),)),
+    Row("Fashion", "DC-GMM, the paper's Table 1", "", paper_column="DC-GMM"),
+    Row("Fashion", "DC-GMM, default", "`--runs=10`", "fashion/default", (("seeds", "0-9"),), (("seeds", "5-9"),)),
+    Row("Fashion", "DC-GMM, paper's protocol", "`--protocol=paper --epochs=50`", "fashion/paper"),
+    Row("Fashion", "variant, pixels", "`--pair_loss=likelihood`", "fashion/variant_pixels", (("threads", "2"),)),
+    Row(
+        "Fashion",
+        "variant, scaled HOG",
+        "`--protocol=variant`",
+        "fashion/variant",
+        (("seeds", "0-9"),),
+        (("seeds", "5-9"),),
+    ),
+    Row("Fashion", "VaDE", "`--method=vade --protocol=paper --epochs=50`", "fashion/vade"),
 )
 
 
@@ -69,30 +80,38 @@ def _picked(summary: pd.DataFrame, where: tuple[tuple[str, str], ...], folder: s
 def _cells(row: Row, results: Path, paper: pd.DataFrame) -> list[str]:
     """The numeric cells of one row: runs, ACC, NMI, ARI (mean ± std in percent), held-out ACC."""
     if row.paper_column:
-        values = paper[(paper["dataset"] == "fashion")].set_index("metric")[row.paper_column]
-        return ["10", *(values[m].replace("±", " ± ") for m in METRICS), ""]
+        values = paper[(paper["dataset"] == row.data.lower())].set_index("metric")[row.paper_column]
+        return ["10", *(values[m] for m in METRICS), ""]
     summary = pd.read_csv(results / row.folder / "summary.csv")
     picked = _picked(summary, row.where, row.folder)
     cells = [str(int(picked["runs"]))]
     for m in METRICS:
         std = picked[f"{m}_std"]
-        cells.append(f"{100 * picked[f'{m}_mean']:.1f}" + ("" if pd.isna(std) else f" ± {100 * std:.1f}"))
+        cells.append(f"{100 * picked[f'{m}_mean']:.1f}" + ("" if pd.isna(std) else f"±{100 * std:.1f}"))
     held_out = f"{100 * _picked(summary, row.held_out, row.folder)['acc_mean']:.1f}" if row.held_out else ""
     return [*cells, held_out]
+
+
+def _label(row: Row) -> str:
+    """The reference link's label of a row's folder: its last part (``variant``), or the whole folder
+    (``mnist_default``) where rows of several data sets share that part."""
+    name = Path(row.folder).name
+    shared = sum(Path(other.folder).name == name for other in ROWS if other.folder) > 1
+    return row.folder.replace("/", "_") if shared else name
 
 
 def table(results: Path = RESULTS, paper_table: Path = PAPER_TABLE) -> str:
     """The Markdown table of ``ROWS``, each row linked to its folder (reference links, to keep the lines short)."""
     paper = pd.read_csv(paper_table)
     lines = [
-        "| method | flags | runs | ACC | NMI | ARI | ACC, seeds 5-9 |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| data | method | flags | runs | ACC | NMI | ARI | ACC, seeds from 5 |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in ROWS:
-        method = f"[{row.method}][{Path(row.folder).name}]" if row.folder else row.method
-        lines.append("| " + " | ".join([method, row.flags, *_cells(row, results, paper)]) + " |")
+        method = f"[{row.method}][{_label(row)}]" if row.folder else row.method
+        lines.append("| " + " | ".join([row.data, method, row.flags, *_cells(row, results, paper)]) + " |")
     lines.append("")
-    lines.extend(f"[{Path(row.folder).name}]: docs/results/{row.folder}/" for row in ROWS if row.folder)
+    lines.extend(f"[{_label(row)}]: docs/results/{row.folder}/" for row in ROWS if row.folder)
     return "\n".join(lines)
 
 
