@@ -112,7 +112,7 @@ def curves(
             write_atomically(answers_path(output_dir, strategy, seed, settings), answers.to_csv)
 
         simulate(seed_config, data, todo, schedule, runtime, report, keep_answers)
-    rows = results.read_rows(csv_path)
+    rows = results.read_rows(csv_path, renamed={})  # num_pairs: the pairs answered so far, kept as named
     if rows.empty:
         return rows
     rows = rows[(rows["config"] == settings["config"]) & (rows["schedule"] == settings["schedule"])]

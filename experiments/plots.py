@@ -110,7 +110,7 @@ def plot_curves(curves: pd.DataFrame, path: Path, title: str, metric: str = "acc
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     for strategy, rows in curves.groupby("strategy", sort=True):
-        by_pairs = rows.groupby("num_constraints")[metric]
+        by_pairs = rows.groupby("num_pairs")[metric]
         mean, std = by_pairs.mean(), by_pairs.std().fillna(0.0)
         seeds = rows["seed"].nunique()
         ax.plot(mean.index, mean.values, marker="o", markersize=3, label=f"{strategy} ({seeds} seeds)")

@@ -82,7 +82,7 @@ def test_runner_writes_curves_once_and_suggests_pairs_to_answer(toy, tmp_path):
     active_runner.curves(config, runtime, schedule, ["random", "explore"], runs=1)  # all done: nothing is rerun
     assert len(pd.read_csv(curves_csv)) == 4
 
-    config = dataclasses.replace(config, epochs=1, num_pairs=30)
+    config = dataclasses.replace(config, epochs=1, num_constraints=30)
     output = tmp_path / "ask.csv"
     assert active_runner.suggest(config, runtime, "uncertain", 25, str(output)) == 25
     asked = pd.read_csv(output)
