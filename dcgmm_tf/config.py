@@ -24,6 +24,7 @@ INPUT_FEATURES = ("pixels", "hog", "hog_scaled")  # what the networks read of an
 DISTRIBUTION_STRATEGIES = ("default", "mirrored", "multiworker")  # tf.distribute strategies
 START_STRATEGIES = ("gmm", "kmeans", "merge", "latent_class")  # starts of the mixture from the embeddings
 LINK_START_STRATEGIES = ("merge", "latent_class")  # the starts that use the pairs
+KEY_VERSION = 2  # the version of RunConfig.key(), written in every key
 LATENT_CLASS_STARTS = 3  # random starts of the latent class EM (3 and 10 compared: docs/findings.md)
 MIXTURE_WEIGHTS = ("equal", "fitted")  # the choice of K's GMM weights: 1/K (the default) or EM's
 CHOICE_RULES = ("one_se", "best")  # with both link types: the smallest K that ties the best, or the best
@@ -41,9 +42,6 @@ LR_SCHEDULES = ("staircase", "cosine")
 MIXED_PRECISION_POLICIES = {"off": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
 
-_ALWAYS = object()  # a field that is always part of RunConfig.key()
-
-
 def setting(
     default: Any,
     help: str,
@@ -53,33 +51,13 @@ def setting(
     upper: float | None = None,
     rule: tuple[Callable[[Any], bool], str] | None = None,
     kind: type | None = None,
-    legacy: Any = _ALWAYS,
-    key_values: dict | None = None,
-    applies: Callable[[Any], bool] | None = None,
 ) -> Any:
     """A config field: its default, help text and allowed values (``choices``, closed bounds ``lower``/``upper``,
-    or a ``rule`` (predicate, "what it must be")); ``kind`` is the value type when the default is None.
-
-    ``legacy`` is, for a field added after results were first written, the value that gives the behaviour from
-    before it existed: the field is left out of ``RunConfig.key()`` while it has that value, so older rows keep
-    their key. ``key_values`` maps values to what ``key()`` hashes instead, for a field whose values were
-    renumbered (so a meaning keeps its key). ``applies`` says, of a whole config, whether the field acts on the run:
-    ``RunConfig.key()`` leaves the field out where it does not (so a new field of one kind of run, or its default,
-    keeps every other run's key)."""
+    or a ``rule`` (predicate, "what it must be")); ``kind`` is the value type when the default is None."""
     # pylint: disable=redefined-builtin
     return dataclasses.field(
         default=default,
-        metadata={
-            "help": help,
-            "choices": choices,
-            "lower": lower,
-            "upper": upper,
-            "rule": rule,
-            "kind": kind,
-            "legacy": legacy,
-            "key_values": key_values or {},
-            "applies": applies,
-        },
+        metadata={"help": help, "choices": choices, "lower": lower, "upper": upper, "rule": rule, "kind": kind},
     )
 
 
@@ -136,7 +114,6 @@ class RunConfig:
         "of each grey image; or hog_scaled, each HOG feature divided by its maximum over the training split (neither "
         "is the paper's: see dcgmm_tf.data.features; MLP only).",
         choices=INPUT_FEATURES,
-        legacy="pixels",
     )
 
     # Pairs: which answers the run trains with.
@@ -164,13 +141,11 @@ class RunConfig:
         "Spread each answer to the k nearest neighbours (Euclidean, in the input space) of either end of its pair, "
         "at spread_weight times its weight (not the paper's: see dcgmm_tf.constraints.spread; 0: off, the paper's).",
         lower=0,
-        legacy=0,
     )
     spread_weight: float = setting(
         0.5,
         "With spread_neighbours: a spread pair's share of the weight of the answer it comes from.",
         rule=(lambda v: 0 < v <= 1, "in (0, 1]"),
-        legacy=0.5,
     )
 
     # Model: the networks, the mixture and the C-ELBO.
@@ -184,7 +159,6 @@ class RunConfig:
         "Number of clusters K (-1: the number of classes; 0: chosen from the pairs on the pretrained embedding, "
         "dcgmm and vade only, see dcgmm_tf.cluster_count).",
         rule=(lambda v: v in (-1, 0) or v >= 2, "-1 (the number of classes), 0 (chosen) or at least 2"),
-        key_values={-1: 0, 0: "choose"},  # 0 meant "the number of classes" in the rows written before 0 chose
     )
     latent_dim: int = setting(10, "Latent dimension D.", lower=1)
     architecture: str = setting(
@@ -208,14 +182,12 @@ class RunConfig:
         "log-likelihood of each link under the noise its |W_ij| implies, whose force does not vanish on confident "
         "disagreements; see dcgmm_tf.losses.pair_log_likelihood_term).",
         choices=PAIR_LOSSES,
-        legacy="paper",
     )
     embedding_pair_weight: float = setting(
         0.0,
         "Weight of the pair tuning's contrastive term on the embedding, kept in the C-ELBO training on every batch "
         "of pairs (not the paper's: see dcgmm_tf.losses.batch_embedding_pair_term; 0: off, the paper's).",
         lower=0,
-        legacy=0.0,
     )
     mixed_precision: str = setting(
         "off",
@@ -241,13 +213,11 @@ class RunConfig:
         "Epochs of tuning the pretrained autoencoder with the pairs before the start: reconstruction plus a "
         "contrastive pair term on the embedding (not the paper's: see dcgmm_tf.pair_tuning; 0: off, the paper's).",
         lower=0,
-        legacy=0,
     )
     pair_tuning_weight: float = setting(
         100.0,
         "With pair_tuning_epochs: the weight of the pair term against the mean reconstruction loss.",
         rule=(lambda v: 0 < v < math.inf, "a finite number > 0"),
-        legacy=100.0,
     )
     cluster_init: str = setting(
         "latent_class",
@@ -273,16 +243,14 @@ class RunConfig:
     init_em_starts: int = setting(
         LATENT_CLASS_STARTS,
         "With cluster_init=latent_class (dcgmm): random starts of the EM that groups the components by the pairs, "
-        "at the start and every restart.",
+        "at the start and every restart (other starts and the baselines ignore it).",
         lower=1,
-        legacy=10,
-        applies=lambda config: config.method == "dcgmm" and config.cluster_init == "latent_class",
     )
     restart_every: int = setting(
         5,
         "With cluster_init=merge or latent_class and constraints: restart the mixture by the same strategy on "
-        "the current embeddings every this many epochs and after the last (0: never; the default applies to "
-        "merge and latent_class only).",
+        "the current embeddings every this many epochs and after the last (0: never; the other starts take 0 or "
+        "the default and do not restart; the baselines ignore it).",
         lower=0,
     )
     epochs: int = setting(
@@ -301,7 +269,6 @@ class RunConfig:
         "Learning-rate schedule: staircase (the paper's: times lr_decay every lr_decay_epochs) or "
         "cosine (not the paper's: a cosine from learning_rate down to 1 % of it over the run's epochs).",
         choices=LR_SCHEDULES,
-        legacy="staircase",
     )
     layout: str = setting(
         "separate",
@@ -318,8 +285,6 @@ class RunConfig:
         "With num_clusters=0: the weights of the GMMs the choice of K scores, 'equal' (1/K, the prior DC-GMM trains "
         "with) or 'fitted' (EM's). See dcgmm_tf.cluster_count.choose_num_clusters.",
         choices=MIXTURE_WEIGHTS,
-        legacy="fitted",
-        applies=lambda config: config.num_clusters == 0,
     )
     choice_splits: int = setting(
         5,
@@ -327,8 +292,6 @@ class RunConfig:
         "their neighbours, are scored again on the others and chosen on each pair's mean score (1: one split). "
         "See dcgmm_tf.cluster_count.choose_num_clusters.",
         lower=1,
-        legacy=1,
-        applies=lambda config: config.num_clusters == 0,
     )
     choice_rule: str = setting(
         "best",
@@ -337,8 +300,6 @@ class RunConfig:
         "best (the one-standard-error rule). See "
         "dcgmm_tf.cluster_count.choose_num_clusters.",
         choices=CHOICE_RULES,
-        legacy="one_se",
-        applies=lambda config: config.num_clusters == 0,
     )
     probe_epochs: int = setting(
         0,
@@ -346,7 +307,6 @@ class RunConfig:
         "neighbours for this many epochs and keep the K whose held-out pairs score best (0: no probes, the "
         "embedding's choice; measured, not better: docs/your-data.md, dcgmm_tf.cluster_count.probe_num_clusters).",
         lower=0,
-        legacy=0,
     )
 
     # Baselines of Table 1.
@@ -368,17 +328,15 @@ class RunConfig:
             for name in ("cluster_init", "init_components"):
                 if getattr(self, name) != defaults[name].default:
                     raise ValueError(f"{name} applies to method dcgmm or vade only (method is {self.method}).")
-            for name, values in UNCHOSEN.items():
-                if getattr(self, name) not in values:
-                    raise ValueError(f"{name} applies to method dcgmm or vade only (method is {self.method}).")
             if self.num_clusters == 0:
                 raise ValueError(
                     f"num_clusters=0 (chosen from the pairs) applies to dcgmm or vade only, not {self.method}."
                 )
-        if self.restart_every not in UNCHOSEN["restart_every"] and self.cluster_init not in LINK_START_STRATEGIES:
+        restarts = self.restart_every not in (0, defaults["restart_every"].default)
+        if restarts and self.method in MIXTURE_METHODS and self.cluster_init not in LINK_START_STRATEGIES:
             raise ValueError(
-                f"restart_every needs cluster_init merge or latent_class (or restart_every 0), "
-                f"got cluster_init {self.cluster_init}."
+                f"restart_every={self.restart_every} needs cluster_init merge or latent_class (the other starts "
+                f"take 0 or the default, and do not restart), got cluster_init {self.cluster_init}."
             )
         if self.input_features != "pixels" and self.architecture != "mlp":
             raise ValueError(
@@ -410,19 +368,13 @@ class RunConfig:
         return cls(**{**PROTOCOLS[name], **changes})
 
     def key(self) -> str:
-        """The configuration's identity: a hash of every field but the seed (and of the fields added later, while
-        they keep their ``legacy`` value, and of those that do not apply to this run), each written as on the
-        command line (a list as its comma-separated items), so rows written before this class or those fields
-        existed keep their key."""
-        legacy = {f.name: f.metadata["legacy"] for f in dataclasses.fields(self)}
-        renamed = {f.name: f.metadata["key_values"] for f in dataclasses.fields(self)}
-        applies = {f.name: f.metadata["applies"] or (lambda config: True) for f in dataclasses.fields(self)}
-        fields = {
-            k: renamed[k].get(v, v)
-            for k, v in dataclasses.asdict(self).items()
-            if k != "seed" and v != legacy[k] and applies[k](self)
-        }
-        return settings_hash({k: [str(x) for x in v] if isinstance(v, tuple) else v for k, v in fields.items()})
+        """The configuration's identity: ``"v<KEY_VERSION>-"`` and a hash of every field but the seed, each written
+        as on the command line (a list as its comma-separated items). Rows written under keys of an earlier version
+        are brought to this one by ``scripts/migrate_results.py``."""
+        fields = dataclasses.asdict(self)
+        del fields["seed"]
+        hashed = settings_hash({k: [str(x) for x in v] if isinstance(v, tuple) else v for k, v in fields.items()})
+        return f"v{KEY_VERSION}-{hashed}"
 
 
 # Named protocols: the fields whose values differ from RunConfig's defaults. "default" is this library's recipe (15
@@ -441,10 +393,6 @@ PAPER_PROTOCOL = {
 }
 VARIANT = {"pair_loss": "likelihood", "input_features": "hog_scaled", "epochs": 20}
 PROTOCOLS = {"default": {}, "paper": PAPER_PROTOCOL, "variant": VARIANT}
-# Values of restart_every and init_em_starts that a baseline run may carry without having chosen them: the
-# defaults, no restarts, and those of the older recipe whose rows stay reproducible (docs/findings.md), so that one
-# set of flags serves every method of a comparison.
-UNCHOSEN = {"restart_every": frozenset({0, 5, 10}), "init_em_starts": frozenset({LATENT_CLASS_STARTS, 10})}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -204,21 +204,15 @@ def pretrain_checked(
     seed: int,
     cache_path: str | os.PathLike | None,
     verbose: int | str,
-    legacy_path: str | os.PathLike | None = None,
 ) -> bool:
     """:func:`pretrain` for data checked already (by :func:`dcgmm_tf.recipe.prepare_run`).
 
-    The cache holds the encoder and decoder alone (they do not depend on K); a whole model's weights in it (caches
-    written before) load as well, and so does ``legacy_path`` (such a file under an earlier name) when
-    ``cache_path`` is missing, which is then written.
+    The cache holds the encoder and decoder alone (they do not depend on K).
     """
     autoencoder = _Autoencoder(model.encoder, model.decoder, model.likelihood, name="autoencoder")
     autoencoder.built = True  # its layers are the model's, built already
     with exclusive(cache_path):  # processes sharing the cache: one pretrains, the others then load its file
         if load_cached_weights(autoencoder, cache_path):
-            return True
-        if load_cached_weights(autoencoder, legacy_path):  # False for None or a missing file, as for cache_path
-            save_cached_weights(autoencoder, cache_path)
             return True
         pretrain_autoencoder(
             model, x, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, seed=seed, verbose=verbose

@@ -254,15 +254,12 @@ def pretrained_model(
     """The model ``build(seed)`` after its (cached) autoencoder pretraining on ``x`` (checked already).
 
     The cache file in ``cache_dir`` (None: no cache) holds the autoencoder alone, so models of any K share it; it
-    is named by ``name``, the seed and a hash of what the autoencoder's weights depend on. A file of the name used
-    before (whose hash held K and the mixture's variance floor) still loads. The model is made and pretrained under
-    :func:`dcgmm_tf.runtime.process_seeds` of ``seed``.
+    is named by ``name``, the seed and a hash of what the autoencoder's weights depend on. The model is made and
+    pretrained under :func:`dcgmm_tf.runtime.process_seeds` of ``seed``.
     """
     with process_seeds(seed):  # Keras' default initializers and tf.data's shuffle draw from the process's seeds
         model = build(seed)
-        cache = legacy_cache = None
-        if cache_dir is not None:
-            cache, legacy_cache = (cache_dir / n for n in cache_names(model, x, seed, epochs, batch_size, name))
+        cache = None if cache_dir is None else cache_dir / cache_name(model, x, seed, epochs, batch_size, name)
         cached = pretrain_checked(
             model,
             x,
@@ -271,21 +268,18 @@ def pretrained_model(
             seed=seed,
             cache_path=cache,
             verbose=verbose,
-            legacy_path=legacy_cache,
         )
     logging.info("pretrained weights %s", cache_note(cached, cache))
     return model
 
 
-def cache_names(model: DCGMM, x: np.ndarray, seed: int, epochs: int, batch_size: int, name: str) -> tuple[str, str]:
-    """The file names of :func:`pretrained_model`'s cache for ``model``: the name now, and the name before the
-    cache held the autoencoder alone (its hash also held K and the mixture's variance floor)."""
+def cache_name(model: DCGMM, x: np.ndarray, seed: int, epochs: int, batch_size: int, name: str) -> str:
+    """The file name of :func:`pretrained_model`'s cache for ``model``."""
     # What the pretrained weights depend on; not K: the networks are built (initialised) before the mixture.
     model_config = model.get_config()
     settings = {k: model_config[k] for k in ("encoder", "decoder", "seed")}
     settings.update(pretrain_epochs=epochs, pretrain_batch_size=batch_size, data=array_hash(x))
-    legacy = {**settings, **{k: model_config[k] for k in ("num_clusters", "min_variance")}}
-    return tuple(f"pretrain-{name}-seed{seed}-{settings_hash(s)}.weights.h5" for s in (settings, legacy))
+    return f"pretrain-{name}-seed{seed}-{settings_hash(settings)}.weights.h5"
 
 
 def with_autoencoder(build: Callable[[int], DCGMM], seed: int, pretrained: DCGMM) -> DCGMM:

@@ -5,7 +5,8 @@ the wall time.
 
 Prints one line per results.csv / curves.csv of BEFORE and the differing cells; exits with status 1 if any row
 differs. Columns renamed since BEFORE was written (``experiments.results.RENAMED``) are compared under their new
-names.
+names; the configuration keys only where both folders' keys are of one version (``RunConfig.key()``: a new version
+hashes the same settings differently).
 """
 
 import sys
@@ -23,18 +24,26 @@ def main(before: Path, after: Path) -> int:
         old, new = pd.read_csv(path), pd.read_csv(after / path.relative_to(before))
         old = old.rename(columns={o: n for o, n in RENAMED.items() if n not in old})
         new = new.rename(columns={o: n for o, n in RENAMED.items() if n not in new})
-        columns = [c for c in old.columns if c not in ("train_seconds", "seconds")]
+        skipped = {"train_seconds", "seconds"} | ({"config"} if _versions(old) != _versions(new) else set())
+        columns = [c for c in old.columns if c not in skipped]
         missing = [c for c in columns if c not in new]
         same = not missing and len(old) == len(new) and old[columns].equals(new[columns])
         extra = sorted(set(new.columns) - set(old.columns))
         print(
             f"{path.parent.name:8s} {len(old)} row(s): {'identical' if same else 'DIFFERENT'}"
+            f"{', keys of another version' if 'config' in skipped else ''}"
             f"{f', new columns {extra}' if extra else ''}{f', missing columns {missing}' if missing else ''}"
         )
         if not same and not missing and len(old) == len(new):
             print(old[columns].compare(new[columns]).to_string())
         differ += not same
     return int(differ > 0)
+
+
+def _versions(rows: pd.DataFrame) -> set[str]:
+    """The key versions of ``rows`` ("1" for the bare hashes written before keys carried a version)."""
+    keys = rows["config"].astype(str) if "config" in rows else pd.Series([], dtype=str)
+    return {k.split("-")[0] if "-" in k else "1" for k in keys}
 
 
 if __name__ == "__main__":

@@ -17,9 +17,9 @@ $PY -m experiments.run $C --output_dir="$OUT/dcgmm" --epochs=4 --pretrain_epochs
   --num_constraints=1000 --runs=2
 $PY -m experiments.run $C --output_dir="$OUT/vade" --method=vade --epochs=3 --pretrain_epochs=2
 $PY -m experiments.run $C --output_dir="$OUT/labels" --epochs=3 --pretrain_epochs=2 --cluster_init=labels \
-  --init_labels_per_class=5 --pretrain_seed=7 --num_constraints=500 --q=0.1
-$PY -m experiments.run $C --output_dir="$OUT/gmm" --epochs=3 --pretrain_epochs=2 --cluster_init=gmm --layout=spread \
-  --link_type=must --transitive_closure --num_constraints=60
+  --restart_every=0 --init_labels_per_class=5 --pretrain_seed=7 --num_constraints=500 --q=0.1
+$PY -m experiments.run $C --output_dir="$OUT/gmm" --epochs=3 --pretrain_epochs=2 --cluster_init=gmm \
+  --restart_every=0 --layout=spread --link_type=must --transitive_closure --num_constraints=60
 $PY -m experiments.run $C --output_dir="$OUT/pck" --method=pckmeans --epochs=5 --num_constraints=500
 $PY -m experiments.run $C --output_dir="$OUT/sdec" --method=sdec --epochs=2 --layer_pretrain_epochs=1 \
   --finetune_epochs=1 --num_constraints=500

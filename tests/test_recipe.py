@@ -11,7 +11,7 @@ from dcgmm_tf import ConstraintSet, recipe
 from dcgmm_tf.config import RunConfig, RuntimeConfig
 from dcgmm_tf.data import load_dataset
 from experiments import results, run
-from tests.helpers import OLDER_RECIPE, parsed_flags, toy_data, toy_npz
+from tests.helpers import parsed_flags, toy_data, toy_npz
 
 METRICS = ["acc", "nmi", "ari", "constraint_satisfaction", "start_acc"]
 
@@ -278,8 +278,6 @@ def test_num_clusters_zero_chooses_k_from_the_pairs(toy, monkeypatch, caplog):
     # then the probes: the embedding's K and its neighbours trained on 3/4 of the answers, scored on the rest
     assert len(probed) == 1 and probed[0].criterion == "probes" and result.row["chosen_k"] in probed[0].probed
     assert len(probed[0].probed) >= 2 and "K chosen by the probes" in caplog.text
-    # the default (-1: the number of classes) keeps the key of 0 before
-    assert RunConfig(**OLDER_RECIPE).key() == "d4205854d9e9"
     with pytest.raises(ValueError, match="num_clusters=0 .chosen from the pairs. applies to dcgmm or vade only"):
         RunConfig(method="pckmeans", num_clusters=0)
 

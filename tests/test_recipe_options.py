@@ -6,28 +6,7 @@ import numpy as np
 import pandas as pd
 
 from dcgmm_tf.config import RunConfig, RuntimeConfig
-from tests.helpers import OLDER_RECIPE, toy_npz
-
-
-def test_old_keys_survive_the_new_options():
-    """Fields added later stay out of the key at their legacy value: results rows written before keep their key."""
-    assert RunConfig(**OLDER_RECIPE, pair_loss="paper").key() == "d4205854d9e9"
-    assert RunConfig(pair_loss="likelihood").key() != RunConfig(pair_loss="paper").key()
-
-
-def test_a_field_stays_out_of_the_key_of_runs_it_does_not_act_on():
-    """The choice of K's mixture weights and splits act on runs that choose K (num_clusters=0) only: the other runs
-    keep their key whatever the fields' values, and the runs that chose K before a field existed keep theirs at its
-    legacy value ('fitted', one split, the one-standard-error rule)."""
-    assert RunConfig(choice_weights="fitted").key() == RunConfig().key() == "5e3a3ee7f6c4"
-    assert RunConfig(choice_splits=3).key() == "5e3a3ee7f6c4"
-    old = dict(choice_splits=1, choice_rule="one_se", init_em_starts=10)  # the rows choosing K had 10 EM starts
-    assert RunConfig(num_clusters=0, choice_weights="fitted", **old).key() == "b86d49974f62"  # 2026-11-30
-    assert RunConfig(num_clusters=0, **old).key() == "7abe14c14209"  # equal weights, one split
-    assert RunConfig(num_clusters=0).key() not in ("b86d49974f62", "5e3a3ee7f6c4", "7abe14c14209", "7293218046f9")
-    assert RunConfig(choice_rule="best").key() == "5e3a3ee7f6c4"
-    five_splits = RunConfig(num_clusters=0, choice_rule="one_se", init_em_starts=10)  # the smallest tie
-    assert five_splits.key() == "7293218046f9"
+from tests.helpers import toy_npz
 
 
 def _tiny_run(tmp_path, out, **changes):

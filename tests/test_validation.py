@@ -136,7 +136,7 @@ def test_truncated_or_corrupt_npz(tmp_path):
         ("--cluster_init=labels --method=sdec", "cluster_init applies to method dcgmm or vade only"),
         ("--init_components=40 --method=pckmeans", "init_components applies to method dcgmm or vade only"),
         ("--init_components=1", "--init_components must be 0 (automatic) or at least 2."),
-        ("--restart_every=7 --cluster_init=gmm", "restart_every needs cluster_init merge or latent_class"),
+        ("--restart_every=7 --cluster_init=gmm", "restart_every=7 needs cluster_init merge or latent_class"),
         ("--pretrain_seed=-2", "--pretrain_seed must be -1 (the run's seed) or a seed >= 0"),
         ("--init_labels_per_class=5", "init_labels_per_class needs cluster_init labels."),
         (
@@ -160,7 +160,7 @@ RUNNER_ERRORS = [
     ("run", ["--epochs=0"], "flag --epochs=0: 0 is not a positive integer"),
     ("run", ["--dataset=missing.npz"], "error: Dataset file not found: missing.npz"),
     ("table1", ["--overrides=sdec.nosuch=3", "--methods=sdec"], "error: unknown setting(s) ['nosuch']"),
-    ("fig_samples", ["--restart_every=7", "--cluster_init=gmm"], "error: restart_every needs cluster_init merge"),
+    ("fig_samples", ["--restart_every=7", "--cluster_init=gmm"], "error: restart_every=7 needs cluster_init merge"),
 ]
 
 
