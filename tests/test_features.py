@@ -149,17 +149,3 @@ def test_the_estimator_clusters_hog_features_given_as_its_input():
     assert est.n_features_in_ == 36 and est.likelihood_ == "bernoulli" and est.labels_.shape == (240,)
     with pytest.raises(ValueError, match="expecting 36 features"):
         est.predict(images.reshape(240, -1))  # the pixels are not what it was fitted on
-
-
-def test_input_baselines_cluster_the_test_split_from_the_training_split():
-    from sklearn.datasets import make_blobs
-    from sklearn.metrics import adjusted_rand_score
-
-    from experiments.input_baselines import input_baselines
-
-    x, y = make_blobs(300, centers=3, n_features=4, random_state=0)
-    found = input_baselines(x[:200], x[200:], 3, seed=0, n_init=2)
-    assert set(found) == {"kmeans", "gmm_diag"}
-    for clusters, seconds in found.values():
-        assert clusters.shape == (100,) and seconds >= 0
-        assert adjusted_rand_score(y[200:], clusters) > 0.95

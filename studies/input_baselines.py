@@ -1,6 +1,6 @@
 r"""What the input alone gives: k-means and a diagonal GMM on a data set's input features, scored on its test split.
 
-    python -m experiments.input_baselines --dataset=fashion --input_features=hog_scaled --output_dir=results/input
+    python -m studies.input_baselines --dataset=fashion --input_features=hog_scaled --output_dir=results/input
 
 Each method is fitted on the training split (no pairs, no labels) with ``--seed`` and predicts the test split, as
 DC-GMM's rows are scored; ``results.csv`` gets one row per method (ACC, NMI, ARI), so a reader can tell how much of a
