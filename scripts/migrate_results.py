@@ -8,7 +8,8 @@ the behaviour from before they existed, and those that did not act on the run, w
 of the named protocols and the older recipes (``BASES``) with the row's data set, method, pairs, noise, alpha and
 epochs and up to two other settings changed (``CHANGES``). A key found becomes the found config's key of this
 version; a key not found (rows of an earlier library, whose settings no config of this one reproduces) is kept,
-marked ``v1-``, so that no run of this version is taken for theirs. Every CSV with a ``config`` column in the
+marked ``v1-``, so that no run of this version is taken for theirs (and looked for again by a later run of the
+script). Every CSV with a ``config`` column in the
 given folders (results, summaries, curves) is rewritten in place, atomically, its other cells as they were; keys
 that carry a version already are left alone, so the script can run twice. Prints each key's fate.
 """
@@ -81,6 +82,8 @@ CHANGES = {
     "kl_estimator": ("analytic",),
     "mixed_precision": ("bf16",),
     "clipnorm": (0.0,),
+    "layer_pretrain_epochs": (5,),
+    "finetune_epochs": (15,),
 }
 DATASET_FLAGS = {"fashion_mnist": ("fashion", "fashion_mnist")}  # a row's data set name -> the flags naming it
 DEFAULT_ALPHA = 10000.0  # the alpha column of rows whose alpha was left to the default (None)
@@ -126,15 +129,18 @@ def key_map(frames: list[pd.DataFrame]) -> dict[str, str]:
     mapping = {}
     for frame in frames:
         for key, rows in frame.groupby("config"):
-            if key in mapping or "-" in key:
+            bare = key.removeprefix("v1-")
+            if key in mapping or "-" in bare:
                 continue
-            config = find_config(key, rows.iloc[0])
-            mapping[key] = config.key() if config is not None else f"v1-{key}"
+            config = find_config(bare, rows.iloc[0])
+            mapping[key] = config.key() if config is not None else f"v1-{bare}"
     return mapping
 
 
 def _versioned(key: str, mapping: dict[str, str]) -> str:
-    return key if "-" in key or not key else mapping.get(key, f"v1-{key}")
+    if key in mapping:
+        return mapping[key]
+    return key if "-" in key or not key else f"v1-{key}"
 
 
 def _write_rows(path: Path, rows: list[list[str]]) -> None:
@@ -153,6 +159,8 @@ def main(argv: list[str]) -> int:
     rows = [t.rename(columns={"num_pairs": "num_constraints"}) for f, t in tables.items() if f.name == "results.csv"]
     mapping = key_map([t for t in rows if {"dataset", "method", "q", "alpha", "epochs"} <= set(t.columns)])
     for old, new in sorted(mapping.items()):
+        if old == new:
+            continue
         print(f"{old} -> {new}{'  (no config of this version gives it)' if new.startswith('v1-') else ''}")
     for path in tables:
         with open(path, newline="") as f:
