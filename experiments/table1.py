@@ -1,15 +1,18 @@
 r"""Run the Table 1 grid (data sets x methods x runs) and write it next to the paper's values.
 
-    python -m experiments.table1 --datasets=fashion --methods=vade,pckmeans,sdec,cidec,dcgmm --runs=3 \
-        --output_dir=docs/results/table1 --overrides=pckmeans.epochs=100,sdec.epochs=30
+    python -m experiments.table1 --datasets=mnist,fashion --methods=vade,pckmeans,sdec,cidec,dcgmm,dcgmm@paper \
+        --runs=3 --output_dir=docs/results/table1 --overrides=dcgmm.runs=10,dcgmm@paper.epochs=50,sdec.epochs=30
 
-Every flag of ``experiments.run`` applies to all methods; ``--overrides`` sets a flag for one method only.
-Each cell's config is run.py's config with the method and its overrides replaced. A run whose row is already in
+Every flag of ``experiments.run`` applies to all methods; ``--overrides`` sets a flag for one method only, and
+``METHOD.runs`` its number of runs. A method named ``METHOD@PROTOCOL`` runs under that protocol's settings (e.g.
+``dcgmm@paper``, the paper's protocol, beside ``dcgmm`` under the default recipe); two entries of one method must
+differ in their pairs, noise or epochs, by which their rows are told apart. Each cell's config is run.py's config
+with the method (and protocol) and its overrides replaced. A run whose row is already in
 ``<output_dir>/results.csv`` is skipped (the rule of ``experiments.runs``: data set, method, seed and
 configuration key), so an interrupted grid resumes. The table shows the rows that match a cell on RUN_KEY
 (data set, method, seed, number of constraints, q, epochs), so rows written earlier by ``experiments.run`` or
 under older defaults join it with ``--table_only``. Writes ``table1.csv`` (long format), ``table1.md`` (side
-by side) and ``table1.png`` (bars) there.
+by side, with the command, and the paper's data sets that were not run) and ``table1.png`` (bars) there.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 from absl import app, flags
 
-from dcgmm_tf.config import RunConfig, RuntimeConfig
+from dcgmm_tf.config import PROTOCOLS, RunConfig, RuntimeConfig
 from dcgmm_tf.validation import exit_on_user_error
 from experiments import config_flags, plots, run
 
@@ -30,14 +33,20 @@ FLAGS = flags.FLAGS
 
 flags.DEFINE_list("datasets", ["fashion"], "Data sets of the grid.")
 flags.DEFINE_list(
-    "methods", ["vade", "pckmeans", "sdec", "cidec", "dcgmm"], "Methods of the grid.", allow_override=True
+    "methods",
+    ["vade", "pckmeans", "sdec", "cidec", "dcgmm"],
+    "Methods of the grid, each METHOD or METHOD@PROTOCOL (run under that protocol, e.g. dcgmm@paper).",
+    allow_override=True,
 )  # a flag of several runners; one process runs one of them
-flags.DEFINE_list("overrides", [], "Per-method flag values, as method.flag=value (e.g. sdec.epochs=30).")
+flags.DEFINE_list(
+    "overrides", [], "Per-method flag values, as method.flag=value (e.g. sdec.epochs=30); method.runs=N its runs."
+)
 flags.DEFINE_boolean("table_only", False, "Only write the table from the finished runs; run nothing.")
 PAPER_TABLE = Path(__file__).with_name("paper_table1.csv")
 flags.DEFINE_string("paper_table", str(PAPER_TABLE), "The paper's Table 1 (columns dataset, metric, one per method).")
 
 PAPER_DATASETS = {"mnist": "mnist", "fashion_mnist": "fashion", "reuters": "reuters", "stl10": "stl10"}
+NOT_RUN = "not run: no copy of the data set was reachable where this table was made"
 TABLE_METRICS = ("acc", "nmi", "ari")
 RUN_KEY = ("dataset", "method", "seed", "num_constraints", "q", "epochs")
 
@@ -62,13 +71,28 @@ def format_cell(values: pd.Series) -> str:
     return f"{values.mean():.1f}±{values.std():.1f}" if len(values) > 1 else f"{values.mean():.1f}"
 
 
+def entry_method(entry: str) -> tuple[str, str]:
+    """``"dcgmm@paper"`` -> ``("dcgmm", "paper")``; ``"vade"`` -> ``("vade", "")``."""
+    method, _, protocol = entry.partition("@")
+    return method, protocol
+
+
+def entry_label(entry: str) -> str:
+    """The name of a Table 1 entry: the method's, with its protocol (``DC-GMM (paper)``)."""
+    method, protocol = entry_method(entry)
+    name = plots.METHOD_NAMES.get(method, method)
+    return f"{name} ({protocol})" if protocol else name
+
+
 def make_table(rows: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
-    """Long table: data set, method, metric, runs, measured mean and std (%), formatted cell, paper value."""
+    """Long table: data set, entry (the method, or ``METHOD@PROTOCOL`` from an ``entry`` column), metric, runs,
+    measured mean and std (%), formatted cell, paper value (the method's, whatever the protocol)."""
     records = []
-    for (dataset, method), group in rows.groupby(["dataset", "method"], sort=False):
+    rows = rows if "entry" in rows else rows.assign(entry=rows["method"])
+    for (dataset, method), group in rows.groupby(["dataset", "entry"], sort=False):
         paper_rows = paper[paper["dataset"] == PAPER_DATASETS.get(dataset, dataset)].set_index("metric")
         for metric in TABLE_METRICS:
-            column = plots.METHOD_NAMES.get(method)
+            column = plots.METHOD_NAMES.get(entry_method(method)[0])
             paper_value = paper_rows.at[metric, column] if column in paper_rows and metric in paper_rows.index else ""
             records.append(
                 {
@@ -87,10 +111,11 @@ def make_table(rows: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(records)
 
 
-def to_markdown(table: pd.DataFrame) -> str:
-    """Side-by-side Markdown: one row per data set and metric, measured and paper columns per method."""
+def to_markdown(table: pd.DataFrame, not_run: Sequence[str] = (), command: str = "") -> str:
+    """Side-by-side Markdown: one row per data set and metric, measured and paper columns per entry; then each
+    entry's runs, epochs and time, the paper's data sets ``not_run``, and the ``command`` that made the table."""
     methods = list(dict.fromkeys(table["method"]))
-    header = ["Dataset", "Metric"] + [f"{plots.METHOD_NAMES.get(m, m)} {w}" for m in methods for w in ("ours", "paper")]
+    header = ["Dataset", "Metric"] + [f"{entry_label(m)} {w}" for m in methods for w in ("ours", "paper")]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for (dataset, metric), group in table.groupby(["dataset", "metric"], sort=False):
         cells = group.set_index("method")
@@ -102,9 +127,13 @@ def to_markdown(table: pd.DataFrame) -> str:
     for (dataset, method), group in table.groupby(["dataset", "method"], sort=False):
         first = group.iloc[0]
         lines.append(
-            f"| {dataset} {plots.METHOD_NAMES.get(method, method)} | {first['runs']} | {first['epochs']} | "
-            f"{first['train_seconds']:.0f} |"
+            f"| {dataset} {entry_label(method)} | {first['runs']} | {first['epochs']} | {first['train_seconds']:.0f} |"
         )
+    lines += [f"- {name}: {NOT_RUN}." for name in not_run]
+    if not_run:
+        lines.insert(len(lines) - len(not_run), "")
+    if command:
+        lines += ["", f"Made by `{command}`."]
     return "\n".join(lines) + "\n"
 
 
@@ -112,67 +141,101 @@ def table1(
     method_configs: dict[str, RunConfig],
     runtime: RuntimeConfig,
     datasets: Sequence[str],
-    runs_per_cell: int,
+    runs_per_cell: int | dict[str, int],
     table_only: bool = False,
     paper_table: str | Path = PAPER_TABLE,
+    command: str = "",
 ) -> pd.DataFrame:
-    """Runs every data set x seed x method (each method's config, its seed the first one; finished runs are
-    skipped) unless ``table_only``, then writes ``table1.csv`` and ``table1.md`` to ``runtime.output_dir`` next to
-    the paper's values and returns the long table."""
+    """Runs every data set x seed x entry (each entry's config, its seed the first one; finished runs are skipped)
+    unless ``table_only``, then writes ``table1.csv``, ``table1.md`` and ``table1.png`` to ``runtime.output_dir``
+    next to the paper's values and returns the long table.
+
+    Args:
+      method_configs: Entry name (a method, or ``METHOD@PROTOCOL``) -> its config.
+      runtime: Where the rows go (``output_dir``) and the data come from.
+      datasets: The data sets of the grid.
+      runs_per_cell: Runs of every entry, or entry -> runs (an entry not in it: 1).
+      table_only: Run nothing; write the table of the finished runs.
+      paper_table: The paper's Table 1 (CSV).
+      command: The command line, written under the table.
+
+    Raises:
+      ValueError: When two entries of one method have equal pairs, noise and epochs (their rows could not be told
+        apart), or no run has finished.
+    """
     from dcgmm_tf.data import load_dataset
     from experiments import results, run
 
+    told = [(c.method, c.num_constraints, c.q, c.epochs) for c in method_configs.values()]
+    if len(set(told)) < len(told):
+        raise ValueError("two entries of one method need other pairs, noise or epochs: their rows look alike")
+    runs = runs_per_cell if isinstance(runs_per_cell, dict) else dict.fromkeys(method_configs, runs_per_cell)
     path = Path(runtime.output_dir) / "results.csv"
-    first = next(iter(method_configs.values()))
-    wanted = []
+    wanted, measured = [], set()
     for name in datasets:
+        first = next(iter(method_configs.values()))
         data = load_dataset(name, runtime.data_dir, image_size=first.image_size)
-        for seed in range(first.seed, first.seed + runs_per_cell):
-            for method, method_config in method_configs.items():
-                method_config = dataclasses.replace(method_config, dataset=name, seed=seed)
-                num_constraints = 0 if method == "vade" else method_config.num_constraints
-                wanted.append(
-                    dict(
-                        zip(RUN_KEY, (data.name, method, seed, num_constraints, method_config.q, method_config.epochs))
-                    )
-                )
+        measured.add(PAPER_DATASETS.get(data.name, data.name))
+        for r in range(max(runs.values())):
+            for entry, config in method_configs.items():
+                if r >= runs.get(entry, 1):
+                    continue
+                config = dataclasses.replace(config, dataset=name, seed=config.seed + r)
+                num_constraints = 0 if config.method == "vade" else config.num_constraints
+                key = (data.name, config.method, config.seed, num_constraints, config.q, config.epochs)
+                wanted.append({**dict(zip(RUN_KEY, key)), "entry": entry})
                 if not table_only:
-                    run.run_once(method_config, data, runtime, path)
+                    run.run_once(config, data, runtime, path)
     rows = results.read_rows(path)
     if rows.empty:
         raise ValueError(f"no finished runs in {path}")
-    keys = pd.DataFrame(wanted)
     paper = pd.read_csv(paper_table, dtype=str, keep_default_na=False).replace("", pd.NA)
     table = make_table(
-        keys.merge(rows.drop_duplicates(list(RUN_KEY)), on=list(RUN_KEY)),
-        paper.rename(columns={"PCKmeans": "PCKMeans"}),
-    )  # the spelling of older tables
+        pd.DataFrame(wanted).merge(rows.drop_duplicates(list(RUN_KEY)), on=list(RUN_KEY)),
+        paper.rename(columns={"PCKmeans": "PCKMeans"}),  # the spelling of older tables
+    )
+    not_run = [name for name in dict.fromkeys(paper["dataset"]) if name not in measured]
     table.to_csv(Path(runtime.output_dir) / "table1.csv", index=False)
-    (Path(runtime.output_dir) / "table1.md").write_text(to_markdown(table))
+    (Path(runtime.output_dir) / "table1.md").write_text(to_markdown(table, not_run, command))
     plots.plot_table(
         table,
         Path(runtime.output_dir) / "table1.png",
         f"Table 1: measured (mean ± std over runs) and the paper's values; {path}",
-        plots.METHOD_NAMES,
+        {entry: entry_label(entry) for entry in method_configs},
     )
     return table
 
 
+def entry_configs(
+    flag_values: flags.FlagValues, entries: Sequence[str], overrides: dict[str, dict[str, str]]
+) -> tuple[dict[str, RunConfig], dict[str, int]]:
+    """Each entry's config (run.py's, under the entry's protocol if it names one, with the method and the entry's
+    overrides) and runs (its ``runs`` override, else ``--runs``)."""
+    configs, runs = {}, {}
+    for entry in entries:
+        method, protocol = entry_method(entry)
+        if protocol and protocol not in PROTOCOLS:
+            raise ValueError(f"{entry}: protocol must be one of {list(PROTOCOLS)}, got {protocol!r}")
+        base = {k: v for k, v in PROTOCOLS[protocol or flag_values.protocol].items() if not flag_values[k].present}
+        texts = dict(overrides.get(entry, {}))
+        runs[entry] = int(texts.pop("runs", flag_values.runs))
+        config = config_flags.config_from_flags(RunConfig, flag_values, **base)
+        configs[entry] = config_flags.replaced(config, flag_values, method=method, **texts)
+    return configs, runs
+
+
 def main(argv):
-    del argv
     from dcgmm_tf.runtime import configure
 
-    config, runtime = run.configs(FLAGS)
+    _, runtime = run.configs(FLAGS)
     overrides = parse_overrides(FLAGS.overrides)
     unknown = set(overrides) - set(FLAGS.methods)
     if unknown:
         raise ValueError(f"--overrides for methods not in --methods: {sorted(unknown)}")
-    method_configs = {
-        method: config_flags.replaced(config, FLAGS, method=method, **overrides.get(method, {}))
-        for method in FLAGS.methods
-    }
+    method_configs, runs = entry_configs(FLAGS, FLAGS.methods, overrides)
     configure(runtime)
-    table = table1(method_configs, runtime, FLAGS.datasets, FLAGS.runs, FLAGS.table_only, FLAGS.paper_table)
+    command = " ".join(["python -m experiments.table1", *argv[1:]])
+    table = table1(method_configs, runtime, FLAGS.datasets, runs, FLAGS.table_only, FLAGS.paper_table, command)
     print(to_markdown(table), file=sys.stdout)
 
 

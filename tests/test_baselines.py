@@ -295,3 +295,41 @@ def test_table1_puts_mean_and_std_next_to_the_paper():
     }
     with pytest.raises(ValueError, match="method.flag=value"):
         table1.parse_overrides(["epochs=30"])
+
+
+def test_table1_entries_run_a_method_under_a_protocol_with_its_own_runs_and_list_what_was_not_run():
+    import pandas as pd
+
+    from dcgmm_tf.config import RunConfig
+    from experiments import table1
+    from tests.helpers import parsed_flags
+
+    argv = ["table1", "--methods=vade,dcgmm,dcgmm@paper", "--runs=3", "--num_constraints=600"]
+    overrides = table1.parse_overrides(["dcgmm.runs=10", "dcgmm@paper.epochs=50"])
+    with parsed_flags(argv) as values:
+        configs, runs = table1.entry_configs(values, values.methods, overrides)
+        with pytest.raises(ValueError, match="protocol must be one of"):
+            table1.entry_configs(values, ["dcgmm@mine"], {})
+    assert runs == {"vade": 3, "dcgmm": 10, "dcgmm@paper": 3}
+    assert configs["dcgmm"] == RunConfig(num_constraints=600)
+    assert configs["dcgmm@paper"] == RunConfig.protocol("paper", num_constraints=600, epochs=50)
+    assert configs["vade"] == RunConfig(method="vade", num_constraints=600)
+    rows = pd.DataFrame(
+        {
+            "dataset": "mnist",
+            "method": "dcgmm",
+            "entry": ["dcgmm", "dcgmm", "dcgmm@paper"],
+            "acc": [0.96, 0.97, 0.90],
+            "nmi": 0.9,
+            "ari": 0.9,
+            "epochs": [10, 10, 50],
+            "train_seconds": 100.0,
+        }
+    )
+    paper = pd.read_csv(table1.flags.FLAGS["paper_table"].default, dtype=str)
+    markdown = table1.to_markdown(table1.make_table(rows, paper), ["reuters", "stl10"], "python -m x --y")
+    assert "| mnist | ACC | 96.5±0.7 | 96.6±0.1 | 90.0 | 96.6±0.1 |" in markdown
+    assert "DC-GMM ours | DC-GMM paper | DC-GMM (paper) ours | DC-GMM (paper) paper |" in markdown
+    assert "| mnist DC-GMM (paper) | 1 | 50 | 100 |" in markdown and "| mnist DC-GMM | 2 | 10 | 100 |" in markdown
+    assert f"- reuters: {table1.NOT_RUN}.\n- stl10: {table1.NOT_RUN}." in markdown
+    assert markdown.endswith("Made by `python -m x --y`.\n")
