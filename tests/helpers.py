@@ -10,6 +10,7 @@ from absl import flags
 
 from dcgmm_tf import DCGMM, MLPDecoder, MLPEncoder
 from dcgmm_tf.config import RunConfig, RuntimeConfig
+from scripts.migrate_results import BASES
 
 # The estimator's tiny schedule. No pretraining where a test is about something else: a tiny fit's time is the tracing
 # of its steps, and the autoencoder's would add a third of it.
@@ -144,14 +145,5 @@ def recorded_em_starts(monkeypatch) -> list:
     return recorded_keyword(monkeypatch, starts, "fit_latent_classes", "n_init")
 
 
-# The older recipe's flags (docs/findings.md), with which the reference rows and older results rows were made:
-# they keep their configuration keys.
-OLDER_RECIPE = {
-    "pretrain_epochs": 10,
-    "init_em_starts": 10,
-    "pair_tuning_epochs": 0,
-    "epochs": 100,
-    "restart_every": 10,
-    "lr_schedule": "staircase",
-    "spread_neighbours": 0,
-}
+# The older recipe's flags (docs/findings.md), with which the reference rows and older results rows were made.
+OLDER_RECIPE = BASES["older"]
