@@ -3,7 +3,9 @@
 Both are frozen dataclasses checked on construction (a bad value raises ``ValueError`` naming the field); change
 one with ``dataclasses.replace``. Each field carries its help text and its allowed values as metadata, from which
 the command line (``experiments.run``) defines its flags, so a rule is written once. ``RunConfig.key()`` is a
-run's identity: equal keys mean the same configuration (the seed is a results column of its own).
+run's identity: equal keys mean the same configuration (the seed is a results column of its own). It hashes every
+field, so a new or renamed field changes every key: such a change raises ``KEY_VERSION`` and teaches
+``scripts/migrate_results.py`` to bring the rows of the version before to the new one.
 """
 
 from __future__ import annotations
