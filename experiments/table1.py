@@ -234,7 +234,8 @@ def main(argv):
         raise ValueError(f"--overrides for methods not in --methods: {sorted(unknown)}")
     method_configs, runs = entry_configs(FLAGS, FLAGS.methods, overrides)
     configure(runtime)
-    command = " ".join(["python -m experiments.table1", *argv[1:]])
+    del argv  # absl's remainder; the command is the whole line, less --table_only (which runs nothing itself)
+    command = " ".join(["python -m experiments.table1", *(a for a in sys.argv[1:] if a != "--table_only")])
     table = table1(method_configs, runtime, FLAGS.datasets, runs, FLAGS.table_only, FLAGS.paper_table, command)
     print(to_markdown(table), file=sys.stdout)
 
