@@ -37,6 +37,11 @@ def settings_hash(settings: dict[str, Any]) -> str:
     return hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
+def fields_hash(fields: dict[str, Any]) -> str:
+    """:func:`settings_hash` of config fields, each written as on the command line (a tuple as its items' text)."""
+    return settings_hash({k: [str(x) for x in v] if isinstance(v, tuple) else v for k, v in fields.items()})
+
+
 METHODS = ("dcgmm", "vade", "pckmeans", "sdec", "cidec")
 MIXTURE_METHODS = ("dcgmm", "vade")  # the methods with a Gaussian mixture to start and restart
 CLUSTER_INITS = (*START_STRATEGIES, "labels")  # the starts of the mixture
@@ -375,8 +380,7 @@ class RunConfig:
         are brought to this one by ``scripts/migrate_results.py``."""
         fields = dataclasses.asdict(self)
         del fields["seed"]
-        hashed = settings_hash({k: [str(x) for x in v] if isinstance(v, tuple) else v for k, v in fields.items()})
-        return f"v{KEY_VERSION}-{hashed}"
+        return f"v{KEY_VERSION}-{fields_hash(fields)}"
 
 
 # Named protocols: the fields whose values differ from RunConfig's defaults. "default" is this library's recipe (15

@@ -188,7 +188,11 @@ def read_rows(path: str | os.PathLike, renamed: dict[str, str] = RENAMED) -> pd.
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows([header, *rows])
     buffer.seek(0)
-    frame = pd.read_csv(buffer, dtype={c: str for c in TEXT if c in header})
+    return with_new_names(pd.read_csv(buffer, dtype={c: str for c in TEXT if c in header}), renamed)
+
+
+def with_new_names(frame: pd.DataFrame, renamed: dict[str, str] = RENAMED) -> pd.DataFrame:
+    """``frame`` with each renamed column (old name -> new) under its new name, where that name is not taken."""
     return frame.rename(columns={old: new for old, new in renamed.items() if new not in frame})
 
 

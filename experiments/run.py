@@ -45,10 +45,12 @@ flags.DEFINE_enum(
 )
 
 
-def configs(flag_values: flags.FlagValues) -> tuple[RunConfig, RuntimeConfig]:
-    """The run and runtime configs of the parsed flags: ``--protocol``'s values, then the flags given."""
-    protocol = {k: v for k, v in PROTOCOLS[flag_values.protocol].items() if not flag_values[k].present}
-    return config_from_flags(RunConfig, flag_values, **protocol), config_from_flags(RuntimeConfig, flag_values)
+def configs(flag_values: flags.FlagValues, protocol: str = "") -> tuple[RunConfig, RuntimeConfig]:
+    """The run and runtime configs of the parsed flags: the values of ``protocol`` (default: ``--protocol``), then
+    the flags given."""
+    values = PROTOCOLS[protocol or flag_values.protocol]
+    base = {k: v for k, v in values.items() if not flag_values[k].present}
+    return config_from_flags(RunConfig, flag_values, **base), config_from_flags(RuntimeConfig, flag_values)
 
 
 def run(config: RunConfig, runtime: RuntimeConfig, runs: int = 1) -> pd.DataFrame:

@@ -129,9 +129,8 @@ def to_markdown(table: pd.DataFrame, not_run: Sequence[str] = (), command: str =
         lines.append(
             f"| {dataset} {entry_label(method)} | {first['runs']} | {first['epochs']} | {first['train_seconds']:.0f} |"
         )
-    lines += [f"- {name}: {NOT_RUN}." for name in not_run]
     if not_run:
-        lines.insert(len(lines) - len(not_run), "")
+        lines += ["", *(f"- {name}: {NOT_RUN}." for name in not_run)]
     if command:
         lines += ["", f"Made by `{command}`."]
     return "\n".join(lines) + "\n"
@@ -172,8 +171,8 @@ def table1(
     runs = runs_per_cell if isinstance(runs_per_cell, dict) else dict.fromkeys(method_configs, runs_per_cell)
     path = Path(runtime.output_dir) / "results.csv"
     wanted, measured = [], set()
+    first = next(iter(method_configs.values()))
     for name in datasets:
-        first = next(iter(method_configs.values()))
         data = load_dataset(name, runtime.data_dir, image_size=first.image_size)
         measured.add(PAPER_DATASETS.get(data.name, data.name))
         for r in range(max(runs.values())):
@@ -216,15 +215,15 @@ def entry_configs(
         method, protocol = entry_method(entry)
         if protocol and protocol not in PROTOCOLS:
             raise ValueError(f"{entry}: protocol must be one of {list(PROTOCOLS)}, got {protocol!r}")
-        base = {k: v for k, v in PROTOCOLS[protocol or flag_values.protocol].items() if not flag_values[k].present}
         texts = dict(overrides.get(entry, {}))
         runs[entry] = int(texts.pop("runs", flag_values.runs))
-        config = config_flags.config_from_flags(RunConfig, flag_values, **base)
+        config, _ = run.configs(flag_values, protocol)
         configs[entry] = config_flags.replaced(config, flag_values, method=method, **texts)
     return configs, runs
 
 
 def main(argv):
+    del argv  # absl's remainder; the command written is the whole line, less --table_only (which runs nothing)
     from dcgmm_tf.runtime import configure
 
     _, runtime = run.configs(FLAGS)
@@ -234,10 +233,9 @@ def main(argv):
         raise ValueError(f"--overrides for methods not in --methods: {sorted(unknown)}")
     method_configs, runs = entry_configs(FLAGS, FLAGS.methods, overrides)
     configure(runtime)
-    del argv  # absl's remainder; the command is the whole line, less --table_only (which runs nothing itself)
     command = " ".join(["python -m experiments.table1", *(a for a in sys.argv[1:] if a != "--table_only")])
-    table = table1(method_configs, runtime, FLAGS.datasets, runs, FLAGS.table_only, FLAGS.paper_table, command)
-    print(to_markdown(table), file=sys.stdout)
+    table1(method_configs, runtime, FLAGS.datasets, runs, FLAGS.table_only, FLAGS.paper_table, command)
+    print((Path(runtime.output_dir) / "table1.md").read_text(), end="")  # the table as written
 
 
 if __name__ == "__main__":

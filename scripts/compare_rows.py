@@ -15,15 +15,15 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from experiments.results import RENAMED  # noqa: E402  (after the repository is on the path)
+from experiments.results import with_new_names  # noqa: E402  (after the repository is on the path)
+from scripts.migrate_results import key_version  # noqa: E402
 
 
 def main(before: Path, after: Path) -> int:
     differ = 0
     for path in sorted([*before.glob("*/results.csv"), *before.glob("*/curves.csv")]):
         old, new = pd.read_csv(path), pd.read_csv(after / path.relative_to(before))
-        old = old.rename(columns={o: n for o, n in RENAMED.items() if n not in old})
-        new = new.rename(columns={o: n for o, n in RENAMED.items() if n not in new})
+        old, new = with_new_names(old), with_new_names(new)
         skipped = {"train_seconds", "seconds"} | ({"config"} if _versions(old) != _versions(new) else set())
         columns = [c for c in old.columns if c not in skipped]
         missing = [c for c in columns if c not in new]
@@ -41,9 +41,8 @@ def main(before: Path, after: Path) -> int:
 
 
 def _versions(rows: pd.DataFrame) -> set[str]:
-    """The key versions of ``rows`` ("1" for the bare hashes written before keys carried a version)."""
-    keys = rows["config"].astype(str) if "config" in rows else pd.Series([], dtype=str)
-    return {k.split("-")[0] if "-" in k else "1" for k in keys}
+    """The key versions of ``rows`` (:func:`key_version`)."""
+    return {key_version(k) for k in rows["config"].astype(str)} if "config" in rows else set()
 
 
 if __name__ == "__main__":

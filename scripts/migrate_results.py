@@ -26,8 +26,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pandas as pd  # noqa: E402
 
-from dcgmm_tf.config import PROTOCOLS, RunConfig, settings_hash  # noqa: E402
+from dcgmm_tf.config import PROTOCOLS, RunConfig, fields_hash  # noqa: E402
 from dcgmm_tf.storage import write_atomically  # noqa: E402
+from experiments.results import with_new_names  # noqa: E402
 
 # Version 1 left a setting out of the hash while it had the value of the behaviour from before it existed ...
 V1_OMITTED = {
@@ -98,7 +99,12 @@ def key_v1(config: RunConfig) -> str:
         and not (name in V1_OMITTED and value == V1_OMITTED[name])
         and V1_APPLIES.get(name, lambda config: True)(config)
     }
-    return settings_hash({k: [str(x) for x in v] if isinstance(v, tuple) else v for k, v in fields.items()})
+    return fields_hash(fields)
+
+
+def key_version(key: str) -> str:
+    """The version a key was written under: ``"2"`` for ``v2-...``; ``"1"`` for ``v1-...`` and for a bare hash."""
+    return key.split("-")[0].removeprefix("v") if "-" in key else "1"
 
 
 def _changes() -> list[dict]:
@@ -107,7 +113,8 @@ def _changes() -> list[dict]:
 
 
 def find_config(key: str, row: pd.Series) -> RunConfig | None:
-    """The config of version 1 key ``key`` among the bases with ``row``'s columns and up to two changes, or None."""
+    """The config of version 1 key ``key`` among the bases with ``row``'s columns (as text) and up to two changes,
+    or None."""
     columns = {"method": row["method"], "num_constraints": int(row["num_constraints"]), "q": float(row["q"])}
     columns["epochs"] = int(row["epochs"])
     if float(row["alpha"]) != DEFAULT_ALPHA:
@@ -125,13 +132,13 @@ def find_config(key: str, row: pd.Series) -> RunConfig | None:
 
 
 def key_map(frames: list[pd.DataFrame]) -> dict[str, str]:
-    """Old key -> new key for every unversioned key in ``frames`` (results tables with the rows' columns)."""
+    """Old key -> new key for every version 1 key in ``frames`` (results tables with the rows' columns)."""
     mapping = {}
     for frame in frames:
         for key, rows in frame.groupby("config"):
-            bare = key.removeprefix("v1-")
-            if key in mapping or "-" in bare:
+            if key in mapping or key_version(key) != "1":
                 continue
+            bare = key.removeprefix("v1-")
             config = find_config(bare, rows.iloc[0])
             mapping[key] = config.key() if config is not None else f"v1-{bare}"
     return mapping
@@ -141,6 +148,11 @@ def _versioned(key: str, mapping: dict[str, str]) -> str:
     if key in mapping:
         return mapping[key]
     return key if "-" in key or not key else f"v1-{key}"
+
+
+def _read_rows(path: Path) -> list[list[str]]:
+    with open(path, newline="") as f:
+        return list(csv.reader(f))
 
 
 def _write_rows(path: Path, rows: list[list[str]]) -> None:
@@ -154,17 +166,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--dry_run", action="store_true", help="Print the keys' fate; write nothing.")
     args = parser.parse_args(argv)
     files = sorted({f for p in args.paths for f in ([p] if p.suffix == ".csv" else p.rglob("*.csv"))})
-    tables = {f: pd.read_csv(f, dtype={"config": str}, keep_default_na=False) for f in files}
-    tables = {f: t for f, t in tables.items() if "config" in t}
-    rows = [t.rename(columns={"num_pairs": "num_constraints"}) for f, t in tables.items() if f.name == "results.csv"]
+    tables = {f: _read_rows(f) for f in files}
+    tables = {f: lines for f, lines in tables.items() if lines and "config" in lines[0]}
+    rows = [with_new_names(pd.DataFrame(t[1:], columns=t[0])) for f, t in tables.items() if f.name == "results.csv"]
     mapping = key_map([t for t in rows if {"dataset", "method", "q", "alpha", "epochs"} <= set(t.columns)])
     for old, new in sorted(mapping.items()):
         if old == new:
             continue
         print(f"{old} -> {new}{'  (no config of this version gives it)' if new.startswith('v1-') else ''}")
-    for path in tables:
-        with open(path, newline="") as f:
-            lines = list(csv.reader(f))
+    for path, lines in tables.items():
         column = lines[0].index("config")
         new = [row[:column] + [_versioned(row[column], mapping)] + row[column + 1 :] for row in lines[1:]]
         changed = sum(a != b for a, b in zip(lines[1:], new))
