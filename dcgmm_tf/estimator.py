@@ -115,8 +115,10 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         warns (``chosen_`` is "input"; ``transform`` is still the deep embedding). Only for data the estimator
         models with the Gaussian likelihood: a Gaussian mixture of pixel values in [0, 1] is no rival to the
         Bernoulli decoder. False: always the deep model, the paper's way. Not the paper's (docs/your-data.md).
-      likelihood: Decoder likelihood, "auto", "bernoulli" or "gaussian"; "auto": Bernoulli when all of X is in
-        [0, 1], else Gaussian.
+      likelihood: Decoder likelihood, "auto", "bernoulli" or "gaussian"; "auto": Bernoulli for image-like X (at
+        most 256 distinct values, a tenth of the entries or more at the smallest or the largest), else Gaussian
+        (:func:`dcgmm_tf.sizing.likelihood_for`). The rule counts values, not where they lie, so an affine map of X
+        does not change it.
       scaling: How X is brought to the likelihood's scale before the network sees it: "auto" (for the Bernoulli
         likelihood one affine map of all of X onto [0, 1], which leaves images in [0, 1] as they are; for the
         Gaussian one each feature to mean 0 and variance 1) or "none" (X as given). The statistics are kept

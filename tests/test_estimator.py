@@ -40,7 +40,7 @@ def test_fit_with_pairs_gives_labels_probabilities_and_embedding():
     assert proba.shape == (200, 2) and np.allclose(proba.sum(1), 1, atol=1e-5)
     np.testing.assert_array_equal(est.predict(x), proba.argmax(-1))
     np.testing.assert_array_equal(est.labels_, est.predict(x))
-    assert est.transform(x).shape == (200, 2) and est.likelihood_ == "bernoulli"
+    assert est.transform(x).shape == (200, 2) and est.likelihood_ == "gaussian"  # continuous: not an image
     assert len(est.constraints_) == 40 and est.constraints_.weight.max() == est.alpha
     assert len(est.history_["loss"]) == 2
 
@@ -236,6 +236,20 @@ def test_an_affine_map_of_x_gives_the_same_clustering(likelihood):
 
 
 @pytest.mark.slow
+def test_digits_with_pairs_into_and_out_of_0_1_give_the_same_clustering():
+    from sklearn.datasets import load_digits
+    from sklearn.metrics import adjusted_rand_score
+
+    digits, y = load_digits(return_X_y=True)
+    pairs = ConstraintSet.from_labels(y, 1500, alpha=1e4, seed=0)
+    params = {**TINY, "latent_dim": 10, "epochs": 3, "pretrain_epochs": 2}
+    fits = [DCGMMClustering(10, **params).fit(a * digits + b, constraints=pairs) for a, b in [(1 / 16, 0), (40, -300)]]
+    assert [fit.likelihood_ for fit in fits] == ["bernoulli", "bernoulli"]
+    scores = [adjusted_rand_score(y, fit.labels_) for fit in fits]
+    assert scores[0] > 0.2 and abs(scores[0] - scores[1]) <= 0.05, scores  # a clustering (chance: 0), the same one
+
+
+@pytest.mark.slow
 def test_hidden_units_auto_give_tables_a_small_network():
     x, _ = toy_data(100)  # 20 features
     auto = {**TINY, "hidden_units": "auto"}
@@ -246,6 +260,31 @@ def test_hidden_units_auto_give_tables_a_small_network():
     assert wide.hidden_units_ == wide.model_.encoder.hidden_units == (500, 500, 2000)
     with pytest.raises(InvalidParameterError, match="'hidden_units' parameter .* a str among {'auto'}"):
         DCGMMClustering(2, **{**TINY, "hidden_units": "big"}).fit(x)
+
+
+def test_likelihood_auto_counts_values_and_an_affine_map_leaves_the_network_input_as_it_is():
+    from sklearn.datasets import load_digits, load_iris
+    from sklearn.preprocessing import StandardScaler
+
+    from dcgmm_tf import sizing
+
+    digits, _ = load_digits(return_X_y=True)  # 17 levels, half of the entries at 0
+    reference = sizing.scaled(digits / 16, *sizing.input_scaling(digits / 16, "bernoulli"))
+    for a, b in [(1 / 16, 0.0), (40.0, -300.0), (1e-3, 5.0), (-1.0, 0.0)]:  # into, out of, far from [0, 1]; mirrored
+        x = a * digits + b
+        likelihood = sizing.likelihood_for("auto", x)
+        assert likelihood == "bernoulli", (a, b)
+        seen = sizing.scaled(x, *sizing.input_scaling(x, likelihood))
+        np.testing.assert_array_equal(seen, reference if a > 0 else 1 - reference)
+    iris = StandardScaler().fit_transform(load_iris(return_X_y=True)[0])  # 123 values, none of them a background
+    rng = np.random.default_rng(0)
+    for table in (iris, 40 * iris - 300, (iris - iris.min()) / np.ptp(iris), rng.uniform(size=(100, 5))):
+        assert sizing.likelihood_for("auto", table) == "gaussian"
+    assert sizing.likelihood_for("auto", rng.choice([-1.0, 1.0], size=(50, 4))) == "bernoulli"  # binary features
+    images = np.concatenate([np.arange(256.0), np.zeros(100)])  # 256 levels, 28 % of the entries at 0
+    assert sizing.likelihood_for("auto", images.reshape(-1, 4)) == "bernoulli"
+    assert sizing.likelihood_for("auto", np.append(images, [0.5] * 4).reshape(-1, 4)) == "gaussian"  # 257 levels
+    assert sizing.likelihood_for("auto", images[:256].reshape(-1, 4)) == "gaussian"  # one entry of 256 at each end
 
 
 def test_scaling_statistics():
@@ -445,7 +484,10 @@ def test_the_input_mixture_gives_the_labels_where_it_scores_higher(monkeypatch):
     assert est.mixture_scores_["deep"] != paired_mixture.mixture_of_clusters(xs, pairs, deep_labels, 2, kind).objective
     with pytest.raises(InvalidParameterError, match="'input_fallback' parameter .* 'bool'"):
         DCGMMClustering(2, **gaussian, input_fallback=1).fit(x)
-    for off in (DCGMMClustering(2, input_fallback=False, **gaussian), DCGMMClustering(2, **TINY)):  # Bernoulli
+    for off in (
+        DCGMMClustering(2, input_fallback=False, **gaussian),
+        DCGMMClustering(2, **TINY, likelihood="bernoulli"),
+    ):
         off.fit(x, ml=ml)
         assert off.chosen_ == "deep" and off.input_mixture_ is None and off.mixture_scores_ == {}
         np.testing.assert_array_equal(off.labels_, off.model_.cluster_probabilities(off._scaled(x)).argmax(-1))
@@ -512,9 +554,8 @@ def test_the_sizing_rules_are_functions_of_the_data_alone():
         sizing.cluster_candidates(11, (2, 30), 10)
     assert sizing.hidden_units_for("auto", 50) == (64, 64) and sizing.hidden_units_for("auto", 51) == (500, 500, 2000)
     assert sizing.hidden_units_for([8, 4], 3) == (8, 4)
-    assert sizing.likelihood_for("auto", np.array([[0.0, 1.0]])) == "bernoulli"
-    assert (
-        sizing.likelihood_for("auto", np.array([[0.0, 2.0]])) == sizing.likelihood_for("gaussian", None) == "gaussian"
+    assert sizing.likelihood_for("gaussian", None) == "gaussian" and sizing.likelihood_for("bernoulli", None) == (
+        "bernoulli"
     )
     wine = sizing.fit_schedule(178, pair_tuning_epochs=3)  # 500 epochs of 6 steps
     probe = sizing.probe_schedule(wine, 178, "auto")  # a fifth of the run, tuned as the fit is

@@ -146,6 +146,6 @@ def test_the_estimator_clusters_hog_features_given_as_its_input():
     images, y = digits.x_train[:240].reshape(-1, 8, 8), digits.y_train[:240]
     same = [(i, j) for i, j in zip(np.flatnonzero(y == 0)[:10], np.flatnonzero(y == 0)[10:20])]
     est = DCGMMClustering(3, **TINY).fit(hog_features(images), ml=same)
-    assert est.n_features_in_ == 36 and est.likelihood_ == "bernoulli" and est.labels_.shape == (240,)
+    assert est.n_features_in_ == 36 and est.likelihood_ == "gaussian" and est.labels_.shape == (240,)
     with pytest.raises(ValueError, match="expecting 36 features"):
         est.predict(images.reshape(240, -1))  # the pixels are not what it was fitted on
