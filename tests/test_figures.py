@@ -75,6 +75,24 @@ def test_noise_figure_uses_the_paper_confidence(tiny):
         fig_noise.noise_figure(config, runtime, tiny / "noise", 1, ["cidec"], [0.1, 0.2], 1.0, [0.01])
 
 
+def test_noise_figure_gives_cidec_the_paper_penalty_on_its_must_links(tiny, monkeypatch):
+    config, runtime = settings(tiny, "noise")
+    planned = []
+
+    class Planned(Exception):
+        pass
+
+    def sweep(configs, *args):
+        planned.extend(configs)
+        raise Planned  # the plan is what this test checks, not the training
+
+    monkeypatch.setattr(fig_noise.fig_common, "sweep", sweep)
+    with pytest.raises(Planned):
+        fig_noise.noise_figure(config, runtime, tiny / "noise", 1, ["cidec"], [0.1, 0.3], 1.0, [0.01, 0.001])
+    settings_seen = [(c.q, c.cidec_ml_penalty, c.cidec_cl_penalty) for c in planned]
+    assert settings_seen == [(0.1, 0.01, config.cidec_cl_penalty), (0.3, 0.001, config.cidec_cl_penalty)]
+
+
 @pytest.mark.slow
 def test_embedding_and_sample_figures_with_vgg_networks(tiny):
     config, runtime = settings(tiny, "embeddings", architecture="vgg", vgg_filters=(4, 8), num_constraints=40)
