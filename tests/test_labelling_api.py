@@ -333,17 +333,18 @@ def test_two_annotators_at_once_lose_no_answer_and_their_disagreements_lower_the
     assert {v[:2] for v in votes} == {tuple(p) for p in session.book.pairs.tolist()}  # every question decided
     assert acknowledged["ann"] and acknowledged["bob"]
 
-    # Second opinions: bob and carl answer pairs ann answered; where bob disagrees with ann, the pair's confidence
-    # falls to 0 (a tie: left out of answers.csv), then to a third once carl sides with ann.
+    # Second opinions: dave and carl answer pairs one person answered; where dave disagrees, the pair's confidence
+    # falls to 0 (a tie: left out of answers.csv), then to a third once carl sides with the first answer. (Which pairs
+    # ann or bob took depends on the threads' timing, so the pairs are picked among all single answers.)
     client = TestClient(app)
     alpha = session.weight
-    ann_only = [v for v in votes if v[2] == "ann" and sum(w[:2] == v[:2] for w in votes) == 1]
-    disputed = next(v for v in ann_only if opinion("bob", *v[:2]) != v[3])
-    agreed = next(v for v in ann_only if opinion("bob", *v[:2]) == v[3])
-    for i, j, _, _ in (disputed, agreed):
-        assert client.post("/api/answer", json={"i": j, "j": i, "answer": opinion("bob", i, j), "annotator": "bob"})
-    again = client.post("/api/answer", json={"i": agreed[0], "j": agreed[1], "answer": "same", "annotator": "bob"})
-    assert again.status_code == 409 and "answered already by bob" in again.json()["error"]  # not counted twice
+    single = [v for v in votes if sum(w[:2] == v[:2] for w in votes) == 1]
+    disputed, agreed = single[0], single[1]
+    flip = {"same": "different", "different": "same"}
+    for (i, j, _, _), answer in ((disputed, flip[disputed[3]]), (agreed, agreed[3])):
+        assert client.post("/api/answer", json={"i": j, "j": i, "answer": answer, "annotator": "dave"})
+    again = client.post("/api/answer", json={"i": agreed[0], "j": agreed[1], "answer": "same", "annotator": "dave"})
+    assert again.status_code == 409 and "answered already by dave" in again.json()["error"]  # not counted twice
     shown = client.get("/api/state").json()["disagreements"]
     assert {"i": disputed[0], "j": disputed[1], "same": 1, "different": 1} in shown
     exported = ConstraintSet.from_csv(folder / "answers.csv", 400)  # what --constraints_file reads
