@@ -281,10 +281,36 @@ def test_likelihood_auto_counts_values_and_an_affine_map_leaves_the_network_inpu
     for table in (iris, 40 * iris - 300, (iris - iris.min()) / np.ptp(iris), rng.uniform(size=(100, 5))):
         assert sizing.likelihood_for("auto", table) == "gaussian"
     assert sizing.likelihood_for("auto", rng.choice([-1.0, 1.0], size=(50, 4))) == "bernoulli"  # binary features
-    images = np.concatenate([np.arange(256.0), np.zeros(100)])  # 256 levels, 28 % of the entries at 0
-    assert sizing.likelihood_for("auto", images.reshape(-1, 4)) == "bernoulli"
-    assert sizing.likelihood_for("auto", np.append(images, [0.5] * 4).reshape(-1, 4)) == "gaussian"  # 257 levels
-    assert sizing.likelihood_for("auto", images[:256].reshape(-1, 4)) == "gaussian"  # one entry of 256 at each end
+    images = np.concatenate([np.arange(256.0), np.zeros(100)])[:, None]  # 256 levels, 28 % of the entries at 0
+    assert sizing.likelihood_for("auto", images) == "bernoulli"
+    assert sizing.likelihood_for("auto", np.append(images, 0.5)[:, None]) == "gaussian"  # 257 levels
+    assert sizing.likelihood_for("auto", images[:256]) == "gaussian"  # one entry of 256 at each end
+
+
+def test_an_image_set_standardised_feature_by_feature_is_brought_back_onto_0_1_one_feature_at_a_time():
+    from sklearn.datasets import load_digits
+    from sklearn.preprocessing import StandardScaler
+
+    from dcgmm_tf import sizing
+
+    digits, _ = load_digits(return_X_y=True)
+    low, high = digits.min(axis=0), digits.max(axis=0)
+    reference = (digits - low) / np.where(high > low, high - low, 1.0)  # each pixel's own range onto [0, 1]
+    rng = np.random.default_rng(0)
+    maps = rng.uniform(0.1, 10.0, size=64), rng.uniform(-50.0, 50.0, size=64)
+    for x in (StandardScaler().fit_transform(digits), maps[0] * digits + maps[1]):
+        assert not sizing.image_like(x) and sizing.image_like(x, per_feature=True)  # no longer one scale of pixels
+        assert sizing.likelihood_for("auto", x) == "bernoulli"
+        seen = sizing.scaled(x, *sizing.input_scaling(x, "bernoulli"))
+        np.testing.assert_allclose(seen, reference, atol=1e-6)
+    assert sizing.image_like(digits) and sizing.image_like(digits, per_feature=True)  # a whole image set: one map
+    np.testing.assert_array_equal(sizing.input_scaling(digits, "bernoulli")[1], np.full(64, 16.0))
+    # a table of continuous features, with or without a few discrete ones, stays Gaussian
+    table = rng.normal(size=(1000, 8))
+    assert not sizing.image_like(table, per_feature=True) and sizing.likelihood_for("auto", table) == "gaussian"
+    assert sizing.likelihood_for("auto", np.hstack([table, rng.integers(0, 2, size=(1000, 1))])) == "gaussian"
+    # Bernoulli asked for on data that is not image-like keeps the one map of all of it
+    np.testing.assert_array_equal(sizing.input_scaling(table, "bernoulli")[1], np.full(8, np.ptp(table)))
 
 
 def test_scaling_statistics():
