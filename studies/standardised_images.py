@@ -49,26 +49,24 @@ def standardised_sets(
 
 def compare(x: np.ndarray, y: np.ndarray, seed: int, likelihood: str, params: dict | None = None) -> dict:
     """The estimator (``likelihood``, ``params`` beside its defaults) and k-means, both at K = the classes of ``y``
-    and ``seed``, without pairs: their ARI, what the estimator chose and its seconds."""
+    and ``seed``, without pairs: their ARI, what the estimator chose and its seconds; a fit whose loss became
+    non-finite gets ARI NaN and the error as its note."""
     from sklearn.cluster import KMeans
     from sklearn.metrics import adjusted_rand_score
 
     from dcgmm_tf import DCGMMClustering
 
     k = len(np.unique(y))
-    start = time.perf_counter()
-    est = DCGMMClustering(k, random_state=seed, likelihood=likelihood, **(params or {})).fit(x)
-    seconds = time.perf_counter() - start
     kmeans = KMeans(k, n_init=10, random_state=seed).fit_predict(x)
-    return {
-        "likelihood": likelihood,
-        "likelihood_used": est.likelihood_,
-        "ari": adjusted_rand_score(y, est.labels_),
-        "kmeans_ari": adjusted_rand_score(y, kmeans),
-        "chosen": est.chosen_,
-        "start": est.start_,
-        "seconds": round(seconds, 1),
-    }
+    row = dict(likelihood=likelihood, likelihood_used="", ari=float("nan"), kmeans_ari=0.0, chosen="", start="")
+    row["kmeans_ari"] = adjusted_rand_score(y, kmeans)
+    start = time.perf_counter()
+    try:
+        est = DCGMMClustering(k, random_state=seed, likelihood=likelihood, **(params or {})).fit(x)
+    except FloatingPointError as error:  # a diverged fit is a result: its row says so
+        return {**row, "seconds": round(time.perf_counter() - start, 1), "note": str(error)}
+    row.update(likelihood_used=est.likelihood_, ari=adjusted_rand_score(y, est.labels_), chosen=est.chosen_)
+    return {**row, "start": est.start_, "seconds": round(time.perf_counter() - start, 1), "note": ""}
 
 
 def main(argv: list[str]) -> None:
