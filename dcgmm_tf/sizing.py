@@ -245,12 +245,12 @@ def input_scaling(x: np.ndarray, likelihood: str, scaling: str = "auto") -> tupl
 def image_like(x: np.ndarray, per_feature: bool = False) -> bool:
     """Whether ``x`` [N, F] has at most :data:`IMAGE_LEVELS` distinct values (the levels of an 8-bit image) and at
     least :data:`BACKGROUND_SHARE` of its entries at the smallest or the largest of them (a background): over all of
-    ``x``, or with ``per_feature`` in each feature, each with its own values and extremes.
+    ``x``, or with ``per_feature`` in each feature, each with its own values and extremes, and then at most N / 2
+    values a feature (levels that repeat, as pixels' do: with fewer than 512 samples any feature of continuous values
+    would otherwise pass).
 
     Counting values never looks at where they lie, so an affine map of all of ``x`` leaves the first answer as it is,
-    and an affine map of each feature (standardising, say) the second. Every ``x`` image-like as a whole is image-like
-    per feature: each feature has at most the values of the whole, and an entry at the smallest or largest value of
-    the whole is at its feature's.
+    and an affine map of each feature (standardising, say) the second.
     """
     x = np.asarray(x)
     if not per_feature:
@@ -260,25 +260,26 @@ def image_like(x: np.ndarray, per_feature: bool = False) -> bool:
     if np.maximum(at_low, at_high).sum() < BACKGROUND_SHARE * x.size:
         return False
     levels = 1 + np.count_nonzero(np.diff(np.sort(x, axis=0), axis=0), axis=0)
-    return bool(levels.max() <= IMAGE_LEVELS)
+    return bool(levels.max() <= (min(IMAGE_LEVELS, len(x) // 2) if per_feature else IMAGE_LEVELS))
 
 
 def likelihood_for(likelihood: str, x: np.ndarray) -> str:
     """The decoder likelihood of ``likelihood="auto"`` for ``x``; other values as they are.
 
-    "auto" gives Bernoulli for ``x`` image-like feature by feature (:func:`image_like`): each feature of at most
-    :data:`IMAGE_LEVELS` distinct values, and at least :data:`BACKGROUND_SHARE` of all entries at their feature's
-    smallest or largest value; Gaussian otherwise. The rule counts values and never looks at where they lie, so an
-    affine map of each feature (``a * x + b`` with ``a`` != 0, or standardising feature by feature) leaves it as it
-    is; with scaling "auto" (:func:`input_scaling`) the network then sees the same input for ``a`` > 0 and its mirror
-    image 1 - input for ``a`` < 0, and an image set standardised feature by feature is brought back onto [0, 1] one
-    feature at a time. On the estimator's benchmark (studies/) the two image sets (digits, Fashion-MNIST; at most 17
-    and 256 values a feature, half of the entries at their feature's extreme) are Bernoulli, and its 17 tables and
-    text sets (43 to 1,311 values a feature, at most 1.3 % of the entries at their feature's extreme) Gaussian.
+    "auto" gives Bernoulli for image-like ``x`` (:func:`image_like`), as a whole (at most :data:`IMAGE_LEVELS`
+    distinct values, at least :data:`BACKGROUND_SHARE` of the entries at the smallest or the largest) or feature by
+    feature (each feature's own values and extremes, at most N / 2 values a feature); Gaussian otherwise. The rule
+    counts values and never looks at where they lie, so an affine map of all of ``x`` (``a * x + b``, ``a`` != 0)
+    or of each feature (standardising) leaves it as it is; with scaling "auto" (:func:`input_scaling`) the network
+    then sees the same input for ``a`` > 0 and its mirror image 1 - input for ``a`` < 0, and an image set
+    standardised feature by feature is brought back onto [0, 1] one feature at a time. On the estimator's benchmark
+    (studies/) the two image sets (digits, Fashion-MNIST; at most 17 and 256 values a feature, half of the entries
+    at their feature's extreme, and as a whole) are Bernoulli, and its 17 tables and text sets (43 to 1,311 values
+    a feature, at most 1.3 % of the entries at their feature's extreme) Gaussian.
     """
     if likelihood != "auto":
         return likelihood
-    return "bernoulli" if image_like(x, per_feature=True) else "gaussian"
+    return "bernoulli" if image_like(x) or image_like(x, per_feature=True) else "gaussian"
 
 
 def scaled(x: np.ndarray, offset: np.ndarray, scale: np.ndarray) -> np.ndarray:

@@ -309,6 +309,9 @@ def test_an_image_set_standardised_feature_by_feature_is_brought_back_onto_0_1_o
     table = rng.normal(size=(1000, 8))
     assert not sizing.image_like(table, per_feature=True) and sizing.likelihood_for("auto", table) == "gaussian"
     assert sizing.likelihood_for("auto", np.hstack([table, rng.integers(0, 2, size=(1000, 1))])) == "gaussian"
+    # few samples of continuous values with a background (HOG features of 240 digits, say): no repeated levels
+    sparse = np.where(rng.uniform(size=(240, 6)) < 0.3, 0.0, rng.uniform(size=(240, 6)))
+    assert not sizing.image_like(sparse, per_feature=True) and sizing.likelihood_for("auto", sparse) == "gaussian"
     # Bernoulli asked for on data that is not image-like keeps the one map of all of it
     np.testing.assert_array_equal(sizing.input_scaling(table, "bernoulli")[1], np.full(8, np.ptp(table)))
 
