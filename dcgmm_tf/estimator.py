@@ -115,16 +115,14 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         warns (``chosen_`` is "input"; ``transform`` is still the deep embedding). Only for data the estimator
         models with the Gaussian likelihood: a Gaussian mixture of pixel values in [0, 1] is no rival to the
         Bernoulli decoder. False: always the deep model, the paper's way. Not the paper's (docs/your-data.md).
-      likelihood: Decoder likelihood, "auto", "bernoulli" or "gaussian"; "auto": Bernoulli for image-like X (each
-        feature of at most 256 distinct values, a tenth of the entries or more at their feature's smallest or
-        largest value), else Gaussian (:func:`dcgmm_tf.sizing.likelihood_for`). The rule counts values, not where
-        they lie, so an affine map of X, or of each of its features (standardising), does not change it.
-      scaling: How X is brought to the likelihood's scale before the network sees it: "auto" (for the Bernoulli
-        likelihood one affine map of all of X onto [0, 1], which leaves images in [0, 1] as they are, or, for
-        images whose features were mapped one by one (standardised), each feature onto [0, 1]; for the Gaussian
-        each feature to mean 0 and variance 1; :func:`dcgmm_tf.sizing.input_scaling`) or "none" (X as given). The
-        statistics are kept (``offset_``, ``scale_``) and applied by ``predict`` and ``transform``, so the
-        clustering of ``a * X + b`` is that of ``X``.
+      likelihood: Decoder likelihood, "auto", "bernoulli" or "gaussian"; "auto": Bernoulli for image-like X (few
+        levels, a tenth of the entries at an extreme; as a whole or feature by feature), else Gaussian
+        (:func:`dcgmm_tf.sizing.likelihood_for`). It counts values, not where they lie: an affine map of X, or of
+        each feature (standardising), does not change it.
+      scaling: How X is brought to the likelihood's scale before the network sees it: "auto" (Bernoulli: all of X,
+        or each feature of images standardised feature by feature, onto [0, 1]; Gaussian: each feature to mean 0
+        and variance 1) or "none" (X as given). The statistics (``offset_``, ``scale_``) are applied by ``predict``
+        and ``transform`` too, so the clustering of ``a * X + b`` is that of ``X``.
       keep_optimizer: Keep the optimizer and its state (Adam's moments) on ``model_``, to train it further;
         without it a pickled estimator is about a third the size.
       random_state: Seed (int, RandomState instance or None) of the initialisation, pretraining, start and
@@ -262,8 +260,9 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=2)
         answers = as_constraint_set(len(X), ml, cl, constraints, weight=self.alpha)
         candidates = sizing.cluster_candidates(self.n_clusters, self.cluster_range, len(X))
-        likelihood = sizing.likelihood_for(self.likelihood, X)
-        offset, scale = sizing.input_scaling(X, likelihood, self.scaling)
+        form = sizing.image_form(X)  # X's values counted once, for the likelihood and the scaling
+        likelihood = sizing.likelihood_for(self.likelihood, form)
+        offset, scale = sizing.input_scaling(X, likelihood, self.scaling, form)
         x = validation.check_data(sizing.scaled(X, offset, scale), likelihood=likelihood, name="X")
         steps = self._deep_fit(x, answers, likelihood, bool(candidates))
         spread = functools.partial(

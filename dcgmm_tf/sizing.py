@@ -210,20 +210,23 @@ def hidden_units_for(hidden_units: Sequence[int] | str, num_features: int) -> tu
     return tuple(int(u) for u in units)
 
 
-def input_scaling(x: np.ndarray, likelihood: str, scaling: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+def input_scaling(
+    x: np.ndarray, likelihood: str, scaling: str = "auto", form: str | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The affine map x -> (x - offset) / scale that brings ``x`` [N, F] to ``likelihood``'s scale.
 
-    With ``scaling="auto"``: for ``"bernoulli"`` the smallest value to 0 and the largest to 1, by one offset and one
-    scale for all features when ``x`` as a whole is image-like (:func:`image_like`: its pixels share one scale, and
-    images already spanning [0, 1] are left unchanged), else feature by feature when each feature is (an image whose
-    features were standardised one by one, as tables often are), else, for data that is neither, by one map; for
-    ``"gaussian"`` each feature's mean and standard deviation (a constant feature, up to rounding, keeps scale 1). With
-    ``"none"``: offset 0 and scale 1. Both are float64 arrays of shape (F,).
+    With ``scaling="auto"``: for ``"bernoulli"`` the smallest value to 0 and the largest to 1, feature by feature
+    when ``x`` is image-like only feature by feature (``form`` "features", :func:`image_form`: an image whose
+    features were standardised one by one, as tables often are), else by one offset and one scale for all features
+    (pixels share one scale, and images already spanning [0, 1] are left unchanged); for ``"gaussian"`` each
+    feature's mean and standard deviation (a constant feature, up to rounding, keeps scale 1). With ``"none"``:
+    offset 0 and scale 1. Both are float64 arrays of shape (F,).
 
     Args:
       x: The training input.
       likelihood: The decoder likelihood, "bernoulli" or "gaussian".
       scaling: "auto" or "none".
+      form: ``image_form(x)`` where the caller has it; None: counted here when the likelihood needs it.
 
     Returns:
       The offset and the scale.
@@ -233,7 +236,7 @@ def input_scaling(x: np.ndarray, likelihood: str, scaling: str = "auto") -> tupl
     if scaling == "none":
         return offset, scale
     if likelihood == "bernoulli":
-        if image_like(x) or not image_like(x, per_feature=True):
+        if (image_form(x) if form is None else form) != "features":
             low, high = x.min(), x.max()
             return offset + low, scale * (high - low if high > low else 1.0)
         low, high = x.min(axis=0), x.max(axis=0)
@@ -263,23 +266,33 @@ def image_like(x: np.ndarray, per_feature: bool = False) -> bool:
     return bool(levels.max() <= (min(IMAGE_LEVELS, len(x) // 2) if per_feature else IMAGE_LEVELS))
 
 
-def likelihood_for(likelihood: str, x: np.ndarray) -> str:
-    """The decoder likelihood of ``likelihood="auto"`` for ``x``; other values as they are.
+def image_form(x: np.ndarray) -> str:
+    """How ``x`` [N, F] is image-like (:func:`image_like`), counted once for :func:`likelihood_for` and
+    :func:`input_scaling`: "whole" (as a whole), "features" (only feature by feature: an image set standardised one
+    feature at a time) or "none"."""
+    if image_like(x):
+        return "whole"
+    return "features" if image_like(x, per_feature=True) else "none"
 
-    "auto" gives Bernoulli for image-like ``x`` (:func:`image_like`), as a whole (at most :data:`IMAGE_LEVELS`
-    distinct values, at least :data:`BACKGROUND_SHARE` of the entries at the smallest or the largest) or feature by
-    feature (each feature's own values and extremes, at most N / 2 values a feature); Gaussian otherwise. The rule
-    counts values and never looks at where they lie, so an affine map of all of ``x`` (``a * x + b``, ``a`` != 0)
-    or of each feature (standardising) leaves it as it is; with scaling "auto" (:func:`input_scaling`) the network
-    then sees the same input for ``a`` > 0 and its mirror image 1 - input for ``a`` < 0, and an image set
-    standardised feature by feature is brought back onto [0, 1] one feature at a time. On the estimator's benchmark
-    (studies/) the two image sets (digits, Fashion-MNIST; at most 17 and 256 values a feature, half of the entries
-    at their feature's extreme, and as a whole) are Bernoulli, and its 17 tables and text sets (43 to 1,311 values
-    a feature, at most 1.3 % of the entries at their feature's extreme) Gaussian.
+
+def likelihood_for(likelihood: str, form: str | None) -> str:
+    """The decoder likelihood of ``likelihood="auto"`` for data of :func:`image_form` ``form``; other values as they
+    are.
+
+    "auto" gives Bernoulli for image-like data, as a whole (at most :data:`IMAGE_LEVELS` distinct values, at least
+    :data:`BACKGROUND_SHARE` of the entries at the smallest or the largest) or feature by feature (each feature's own
+    values and extremes, at most N / 2 values a feature); Gaussian otherwise. The rule counts values and never looks
+    at where they lie, so an affine map of all of ``x`` (``a * x + b``, ``a`` != 0) or of each feature
+    (standardising) leaves it as it is; with scaling "auto" (:func:`input_scaling`) the network then sees the same
+    input for ``a`` > 0 and its mirror image 1 - input for ``a`` < 0, and an image set standardised feature by
+    feature is brought back onto [0, 1] one feature at a time. On the estimator's benchmark (studies/) the two image
+    sets (digits, Fashion-MNIST; at most 17 and 256 values a feature, half of the entries at their feature's extreme,
+    and as a whole) are Bernoulli, and its 17 tables and text sets (43 to 1,311 values a feature, at most 1.3 % of
+    the entries at their feature's extreme) Gaussian.
     """
     if likelihood != "auto":
         return likelihood
-    return "bernoulli" if image_like(x) or image_like(x, per_feature=True) else "gaussian"
+    return "gaussian" if form == "none" else "bernoulli"
 
 
 def scaled(x: np.ndarray, offset: np.ndarray, scale: np.ndarray) -> np.ndarray:

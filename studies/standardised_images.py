@@ -58,8 +58,8 @@ def compare(x: np.ndarray, y: np.ndarray, seed: int, likelihood: str, params: di
 
     k = len(np.unique(y))
     kmeans = KMeans(k, n_init=10, random_state=seed).fit_predict(x)
-    row = dict(likelihood=likelihood, likelihood_used="", ari=float("nan"), kmeans_ari=0.0, chosen="", start="")
-    row["kmeans_ari"] = adjusted_rand_score(y, kmeans)
+    kmeans_ari = adjusted_rand_score(y, kmeans)
+    row = dict(likelihood=likelihood, likelihood_used="", ari=float("nan"), kmeans_ari=kmeans_ari, chosen="", start="")
     start = time.perf_counter()
     try:
         est = DCGMMClustering(k, random_state=seed, likelihood=likelihood, **(params or {})).fit(x)

@@ -262,6 +262,13 @@ def test_hidden_units_auto_give_tables_a_small_network():
         DCGMMClustering(2, **{**TINY, "hidden_units": "big"}).fit(x)
 
 
+def auto_likelihood(x: np.ndarray) -> str:
+    """The estimator's likelihood="auto" for ``x``."""
+    from dcgmm_tf import sizing
+
+    return sizing.likelihood_for("auto", sizing.image_form(x))
+
+
 def test_likelihood_auto_counts_values_and_an_affine_map_leaves_the_network_input_as_it_is():
     from sklearn.datasets import load_digits, load_iris
     from sklearn.preprocessing import StandardScaler
@@ -272,19 +279,19 @@ def test_likelihood_auto_counts_values_and_an_affine_map_leaves_the_network_inpu
     reference = sizing.scaled(digits / 16, *sizing.input_scaling(digits / 16, "bernoulli"))
     for a, b in [(1 / 16, 0.0), (40.0, -300.0), (1e-3, 5.0), (-1.0, 0.0)]:  # into, out of, far from [0, 1]; mirrored
         x = a * digits + b
-        likelihood = sizing.likelihood_for("auto", x)
+        likelihood = auto_likelihood(x)
         assert likelihood == "bernoulli", (a, b)
         seen = sizing.scaled(x, *sizing.input_scaling(x, likelihood))
         np.testing.assert_array_equal(seen, reference if a > 0 else 1 - reference)
     iris = StandardScaler().fit_transform(load_iris(return_X_y=True)[0])  # 123 values, none of them a background
     rng = np.random.default_rng(0)
     for table in (iris, 40 * iris - 300, (iris - iris.min()) / np.ptp(iris), rng.uniform(size=(100, 5))):
-        assert sizing.likelihood_for("auto", table) == "gaussian"
-    assert sizing.likelihood_for("auto", rng.choice([-1.0, 1.0], size=(50, 4))) == "bernoulli"  # binary features
+        assert auto_likelihood(table) == "gaussian"
+    assert auto_likelihood(rng.choice([-1.0, 1.0], size=(50, 4))) == "bernoulli"  # binary features
     images = np.concatenate([np.arange(256.0), np.zeros(100)])[:, None]  # 256 levels, 28 % of the entries at 0
-    assert sizing.likelihood_for("auto", images) == "bernoulli"
-    assert sizing.likelihood_for("auto", np.append(images, 0.5)[:, None]) == "gaussian"  # 257 levels
-    assert sizing.likelihood_for("auto", images[:256]) == "gaussian"  # one entry of 256 at each end
+    assert auto_likelihood(images) == "bernoulli"
+    assert auto_likelihood(np.append(images, 0.5)[:, None]) == "gaussian"  # 257 levels
+    assert auto_likelihood(images[:256]) == "gaussian"  # one entry of 256 at each end
 
 
 def test_an_image_set_standardised_feature_by_feature_is_brought_back_onto_0_1_one_feature_at_a_time():
@@ -300,18 +307,20 @@ def test_an_image_set_standardised_feature_by_feature_is_brought_back_onto_0_1_o
     maps = rng.uniform(0.1, 10.0, size=64), rng.uniform(-50.0, 50.0, size=64)
     for x in (StandardScaler().fit_transform(digits), maps[0] * digits + maps[1]):
         assert not sizing.image_like(x) and sizing.image_like(x, per_feature=True)  # no longer one scale of pixels
-        assert sizing.likelihood_for("auto", x) == "bernoulli"
+        assert auto_likelihood(x) == "bernoulli" and sizing.image_form(x) == "features"
         seen = sizing.scaled(x, *sizing.input_scaling(x, "bernoulli"))
+        np.testing.assert_array_equal(seen, sizing.scaled(x, *sizing.input_scaling(x, "bernoulli", "auto", "features")))
         np.testing.assert_allclose(seen, reference, atol=1e-6)
     assert sizing.image_like(digits) and sizing.image_like(digits, per_feature=True)  # a whole image set: one map
+    assert sizing.image_form(digits) == "whole"
     np.testing.assert_array_equal(sizing.input_scaling(digits, "bernoulli")[1], np.full(64, 16.0))
     # a table of continuous features, with or without a few discrete ones, stays Gaussian
     table = rng.normal(size=(1000, 8))
-    assert not sizing.image_like(table, per_feature=True) and sizing.likelihood_for("auto", table) == "gaussian"
-    assert sizing.likelihood_for("auto", np.hstack([table, rng.integers(0, 2, size=(1000, 1))])) == "gaussian"
+    assert not sizing.image_like(table, per_feature=True) and auto_likelihood(table) == "gaussian"
+    assert auto_likelihood(np.hstack([table, rng.integers(0, 2, size=(1000, 1))])) == "gaussian"
     # few samples of continuous values with a background (HOG features of 240 digits, say): no repeated levels
     sparse = np.where(rng.uniform(size=(240, 6)) < 0.3, 0.0, rng.uniform(size=(240, 6)))
-    assert not sizing.image_like(sparse, per_feature=True) and sizing.likelihood_for("auto", sparse) == "gaussian"
+    assert not sizing.image_like(sparse, per_feature=True) and auto_likelihood(sparse) == "gaussian"
     # Bernoulli asked for on data that is not image-like keeps the one map of all of it
     np.testing.assert_array_equal(sizing.input_scaling(table, "bernoulli")[1], np.full(8, np.ptp(table)))
 
