@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from dcgmm_tf import losses
+from dcgmm_tf import losses, runtime
 from dcgmm_tf.config import KL_ESTIMATORS, PAIR_LOSSES
 from dcgmm_tf.data.pipeline import batch_from_row, host_tensor
 from dcgmm_tf.distribute import is_multi_worker
@@ -182,9 +182,10 @@ class DCGMM(PrebuiltModel):
         Under a strategy of several replicas it is ``predict``, which shares the batches out among them (a batch
         handed to all replicas would come back once per replica).
         """
-        if self.distribute_strategy.num_replicas_in_sync > 1:
-            return self.predict(x, batch_size=batch_size, verbose=0)
-        batches = [self.predict_on_batch(x[s : s + batch_size]) for s in range(0, len(x), batch_size)]
+        with runtime.no_retracing_warning():  # each model traces its own predict function once
+            if self.distribute_strategy.num_replicas_in_sync > 1:
+                return self.predict(x, batch_size=batch_size, verbose=0)
+            batches = [self.predict_on_batch(x[s : s + batch_size]) for s in range(0, len(x), batch_size)]
         return np.concatenate(batches or [np.zeros((0, self.num_clusters), np.float32)])
 
     def embed(self, x, batch_size: int = 1024) -> np.ndarray:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,6 +50,32 @@ def configure(runtime: RuntimeConfig) -> tf.distribute.Strategy:
 def distribution_strategy(name: str) -> tf.distribute.Strategy:
     """The process's strategy of that name, created once (a multi-worker strategy must be created only once)."""
     return make_strategy(name)
+
+
+class _RetracingWarningFilter(logging.Filter):
+    """Drops TensorFlow's "triggered tf.function retracing" warning; lets every other record through."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "triggered tf.function retracing" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def no_retracing_warning() -> Iterator[None]:
+    """TensorFlow's warning that a tf.function retraced, held back inside the block (other log lines pass).
+
+    Each model the library makes traces its predict function once. TensorFlow counts those traces against the one
+    piece of Keras code they share, so after a few fits in one process (a grid search, a benchmark) it warns of
+    retracing although no function traced twice.
+
+    Yields:
+      Nothing: the block runs with the filter on TensorFlow's logger.
+    """
+    logger, quiet = logging.getLogger("tensorflow"), _RetracingWarningFilter()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
 
 
 @contextlib.contextmanager

@@ -622,6 +622,33 @@ for n in (7, 13, 29, 50, 101, 3, 11, 17, 1, 200):
 """
 
 
+THREE_FITS = """
+import numpy as np
+from dcgmm_tf.estimator import DCGMMClustering
+from tests.helpers import TINY, toy_data
+
+x, y = toy_data(200)
+ml = [(i, j) for i, j in zip(np.flatnonzero(y == 0)[:20], np.flatnonzero(y == 0)[20:40])]
+for seed in range(3):
+    DCGMMClustering(2, **{**TINY, "pretrain_epochs": 1, "random_state": seed}).fit(x, ml=ml).predict(x)
+"""
+
+
+@pytest.mark.slow
+def test_three_fits_in_one_process_print_no_retracing_warning():
+    """Each fit makes new models, and TensorFlow counts their predict functions' first traces together: without the
+    library holding that warning back, the third fit of a process prints it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    proc = subprocess.run(
+        [sys.executable, "-c", THREE_FITS], cwd=Path(__file__).parents[1], capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "retracing" not in proc.stdout + proc.stderr
+
+
 @pytest.mark.slow
 def test_predicting_inputs_of_new_sizes_retraces_nothing():
     """In a process of its own (TensorFlow's warning counts the traces of the process): a fitted estimator's predict,

@@ -2,6 +2,7 @@
 
 import gc
 import importlib
+import logging
 import random
 
 import keras
@@ -15,7 +16,7 @@ from dcgmm_tf.baselines.dec import SDEC
 from dcgmm_tf.baselines.layerwise import StackedAutoencoder
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.recipe import pretrained_model
-from dcgmm_tf.runtime import process_seeds, python_generator
+from dcgmm_tf.runtime import no_retracing_warning, process_seeds, python_generator
 from tests.helpers import toy_data, weights_equal
 
 
@@ -92,3 +93,19 @@ def test_importing_the_library_leaves_the_cyclic_collector_as_it_was():
             assert gc.isenabled() is enabled
     finally:
         gc.enable()
+
+
+def test_the_retracing_warning_is_held_back_inside_the_block_only_and_other_lines_pass():
+    logger, seen = logging.getLogger("tensorflow"), []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    logger.addHandler(handler)
+    retracing = "5 out of the last 9 calls to <function f> triggered tf.function retracing. Tracing is expensive"
+    try:
+        with no_retracing_warning():
+            logger.warning(retracing)
+            logger.warning("something else")
+        logger.warning(retracing)
+    finally:
+        logger.removeHandler(handler)
+    assert seen == ["something else", retracing]
