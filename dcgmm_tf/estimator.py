@@ -260,7 +260,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=2)
         answers = as_constraint_set(len(X), ml, cl, constraints, weight=self.alpha)
         candidates = sizing.cluster_candidates(self.n_clusters, self.cluster_range, len(X))
-        form = sizing.image_form(X)  # X's values counted once, for the likelihood and the scaling
+        form = sizing.image_form(X) if self.likelihood == "auto" else None  # counted once, and only if needed
         likelihood = sizing.likelihood_for(self.likelihood, form)
         offset, scale = sizing.input_scaling(X, likelihood, self.scaling, form)
         x = validation.check_data(sizing.scaled(X, offset, scale), likelihood=likelihood, name="X")

@@ -277,7 +277,7 @@ def image_form(x: np.ndarray) -> str:
 
 def likelihood_for(likelihood: str, form: str | None) -> str:
     """The decoder likelihood of ``likelihood="auto"`` for data of :func:`image_form` ``form``; other values as they
-    are.
+    are (``form`` may then be None: the values need not be counted).
 
     "auto" gives Bernoulli for image-like data, as a whole (at most :data:`IMAGE_LEVELS` distinct values, at least
     :data:`BACKGROUND_SHARE` of the entries at the smallest or the largest) or feature by feature (each feature's own
@@ -292,6 +292,8 @@ def likelihood_for(likelihood: str, form: str | None) -> str:
     """
     if likelihood != "auto":
         return likelihood
+    if form is None:
+        raise ValueError('likelihood="auto" needs the image_form of the data')
     return "gaussian" if form == "none" else "bernoulli"
 
 

@@ -292,6 +292,9 @@ def test_likelihood_auto_counts_values_and_an_affine_map_leaves_the_network_inpu
     assert auto_likelihood(images) == "bernoulli"
     assert auto_likelihood(np.append(images, 0.5)[:, None]) == "gaussian"  # 257 levels
     assert auto_likelihood(images[:256]) == "gaussian"  # one entry of 256 at each end
+    assert sizing.likelihood_for("gaussian", None) == "gaussian"  # a likelihood given needs no counting
+    with pytest.raises(ValueError, match="image_form"):
+        sizing.likelihood_for("auto", None)
 
 
 def test_an_image_set_standardised_feature_by_feature_is_brought_back_onto_0_1_one_feature_at_a_time():
@@ -609,60 +612,48 @@ def test_the_fallback_keeps_the_deep_model_where_it_has_no_rival():
     assert (kept.chosen, kept.scores, kept.mixture) == ("deep", {}, None) and kept.labels is labels
 
 
-PREDICT_SIZES = """
+TOY_FIT = """
 import numpy as np
 from dcgmm_tf.estimator import DCGMMClustering
 from tests.helpers import TINY, toy_data
 
 x, y = toy_data(200)
 ml = [(i, j) for i, j in zip(np.flatnonzero(y == 0)[:20], np.flatnonzero(y == 0)[20:40])]
-est = DCGMMClustering(2, **{**TINY, "pretrain_epochs": 1}).fit(x, ml=ml)
-for n in (7, 13, 29, 50, 101, 3, 11, 17, 1, 200):
-    est.predict(x[:n]), est.predict_proba(x[:n]), est.transform(x[:n])
 """
 
 
-THREE_FITS = """
-import numpy as np
-from dcgmm_tf.estimator import DCGMMClustering
-from tests.helpers import TINY, toy_data
+def console_of(script: str) -> str:
+    """What ``script`` prints, run in a process of its own from the repository root (TensorFlow's retracing warning
+    counts the traces of the whole process); the script must succeed."""
+    import subprocess
+    import sys
+    from pathlib import Path
 
-x, y = toy_data(200)
-ml = [(i, j) for i, j in zip(np.flatnonzero(y == 0)[:20], np.flatnonzero(y == 0)[20:40])]
-for seed in range(3):
-    DCGMMClustering(2, **{**TINY, "pretrain_epochs": 1, "random_state": seed}).fit(x, ml=ml).predict(x)
-"""
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=Path(__file__).parents[1], capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout + proc.stderr
 
 
 @pytest.mark.slow
 def test_three_fits_in_one_process_print_no_retracing_warning():
     """Each fit makes new models, and TensorFlow counts their predict functions' first traces together: without the
     library holding that warning back, the third fit of a process prints it."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    proc = subprocess.run(
-        [sys.executable, "-c", THREE_FITS], cwd=Path(__file__).parents[1], capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "retracing" not in proc.stdout + proc.stderr
+    fits = """
+for seed in range(3):
+    DCGMMClustering(2, **{**TINY, "pretrain_epochs": 1, "random_state": seed}).fit(x, ml=ml).predict(x)
+"""
+    assert "retracing" not in console_of(TOY_FIT + fits)
 
 
 @pytest.mark.slow
 def test_predicting_inputs_of_new_sizes_retraces_nothing():
-    """In a process of its own (TensorFlow's warning counts the traces of the process): a fitted estimator's predict,
-    predict_proba and transform on ten input sizes print no tf.function retracing warning."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    proc = subprocess.run(
-        [sys.executable, "-c", PREDICT_SIZES],
-        cwd=Path(__file__).parents[1],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "retracing" not in proc.stdout + proc.stderr
+    """A fitted estimator's predict, predict_proba and transform on ten input sizes print no tf.function retracing
+    warning."""
+    sizes = """
+est = DCGMMClustering(2, **{**TINY, "pretrain_epochs": 1}).fit(x, ml=ml)
+for n in (7, 13, 29, 50, 101, 3, 11, 17, 1, 200):
+    est.predict(x[:n]), est.predict_proba(x[:n]), est.transform(x[:n])
+"""
+    assert "retracing" not in console_of(TOY_FIT + sizes)
