@@ -177,6 +177,10 @@ def fit_mixture(
     steps_per_execution = steps_per_call(steps * schedule.epochs, steps_per_execution)
     if distributed:
         steps_per_execution = distributed_steps_per_execution(steps, steps_per_execution, is_multi_worker(strategy))
+    # An epoch that fits in one call (the estimator's on small data) is one call, and all epochs read one iterator.
+    one_iterator = not (distributed or jit_compile) and steps <= steps_per_execution
+    if one_iterator:
+        steps_per_execution = steps
     with strategy.scope():
         model.compile(
             optimizer=make_optimizer(schedule, steps), jit_compile=jit_compile, steps_per_execution=steps_per_execution
@@ -208,7 +212,10 @@ def fit_mixture(
     elif jit_compile:  # an XLA step would take the whole captured x to its device: tf.data makes the batches
         data = epoch_dataset(x, constraints, steps, *args)
     else:  # the step makes each batch itself, on the host: the input pipeline only slices the epoch's rows
-        data, source = epoch_row_dataset(len(x), constraints, steps, *args), model.batch_source(x)
+        epochs = schedule.epochs if one_iterator else None
+        data, source = epoch_row_dataset(len(x), constraints, steps, *args, epochs=epochs), model.batch_source(x)
+        if one_iterator:
+            fit_args["steps_per_epoch"] = steps
     with source:
         history = model.fit(
             data,

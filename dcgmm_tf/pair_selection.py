@@ -409,7 +409,7 @@ def suggest_pairs(
 ) -> np.ndarray:
     """The next ``num_pairs`` pairs of rows of ``x`` to ask about, from a trained :class:`~dcgmm_tf.DCGMM`
     (its embeddings and cluster posteriors; see :func:`select_pairs`). ``constraints`` index the rows of ``x``."""
-    posteriors = model.predict(x, batch_size=batch_size, verbose=0)
+    posteriors = model.cluster_probabilities(x, batch_size)
     return select_pairs(model.embed(x, batch_size), posteriors, constraints, num_pairs, strategy, seed, features=x)
 
 

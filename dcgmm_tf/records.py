@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 import keras
 import numpy as np
 
+from dcgmm_tf import runtime
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.data import DataSplits
 from dcgmm_tf.model import DCGMM
@@ -81,5 +82,6 @@ def predict_clusters(model: Any, x: np.ndarray, batch_size: int = 1024) -> np.nd
     if isinstance(model, DCGMM):
         return model.cluster_probabilities(x, batch_size).argmax(-1)
     if isinstance(model, keras.Model):
-        return model.predict(x, batch_size=batch_size, verbose=0).argmax(-1)
+        with runtime.no_retracing_warning():  # each baseline's model traces its predict function once
+            return model.predict(x, batch_size=batch_size, verbose=0).argmax(-1)
     return model.predict(x)

@@ -185,10 +185,12 @@ def test_baselines_train_behind_the_same_interface(toy, tmp_path):
 
 
 def test_steps_per_execution_leaves_the_training_unchanged():
-    """Several steps per compiled call (32 by default on long fits) train exactly as one step per call, also when an
-    epoch (26 batches here) ends inside a call."""
+    """Several steps per compiled call train exactly as one step per call, also when an epoch (26 batches here) ends
+    inside a call (7), and when every epoch is one call and all epochs read one iterator (32, the default on long
+    fits): the mixture's restarts after each epoch see the same weights."""
     import keras
 
+    from dcgmm_tf.callbacks import ClusterRestart
     from dcgmm_tf.fitting import FitSchedule, fit_mixture
     from tests.helpers import small_model, weights_equal
 
@@ -198,10 +200,17 @@ def test_steps_per_execution_leaves_the_training_unchanged():
     for steps in (1, 7, 32):
         model = small_model()
         keras.utils.set_random_seed(0)
+        epoch_ends = []
+        ends = keras.callbacks.LambdaCallback(
+            on_epoch_end=lambda epoch, logs, model=model, ends=epoch_ends: ends.append(int(model.optimizer.iterations))
+        )
+        restart = ClusterRestart(x, constraints, 1, num_components=4, em_starts=1)
         history = fit_mixture(
-            model, x, constraints, FitSchedule(2, batch_size=32), verbose=0, steps_per_execution=steps
+            model, x, constraints, FitSchedule(3, batch_size=32), [restart, ends], verbose=0, steps_per_execution=steps
         )
         trained.append((model.get_weights(), history["loss"], int(model.optimizer.iterations)))
+        assert epoch_ends == [26, 52, 78]
+        assert model.steps_per_execution == min(steps, 26)
     for weights, losses, iterations in trained[1:]:
         assert weights_equal(weights, trained[0][0]) and iterations == trained[0][2]
         # The epoch's mean loss is a float32 sum whose order the thread pool may change (seen once under load).
@@ -227,7 +236,7 @@ def test_pretraining_steps_per_execution_leaves_the_weights_unchanged():
 
 def test_short_fits_run_one_step_per_call_unless_asked():
     """Without a request, a fit of fewer than 256 steps compiles one step per call (its multi-step loop would cost
-    more to trace than it saves), a longer one 32; a requested value is kept."""
+    more to trace than it saves), a longer one 32, or its epoch's steps when fewer; a requested value is kept."""
     import keras
 
     from dcgmm_tf.fitting import FitSchedule, fit_mixture, steps_per_call
@@ -238,7 +247,7 @@ def test_short_fits_run_one_step_per_call_unless_asked():
         steps_per_call(10, 0)
     x, y = toy_data(600)
     constraints = ConstraintSet.from_labels(y, 100, seed=0)
-    for epochs, expected in ((2, 1), (10, 32)):  # 26 steps per epoch: 52 and 260 steps
+    for epochs, expected in ((2, 1), (10, 26)):  # 26 steps per epoch: 52 and 260 steps, each epoch one call of 26
         model = small_model()
         keras.utils.set_random_seed(0)
         fit_mixture(model, x, constraints, FitSchedule(epochs, batch_size=32), verbose=0)

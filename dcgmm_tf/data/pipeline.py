@@ -336,6 +336,7 @@ def epoch_row_dataset(
     layout: str,
     initial_epoch: int,
     prefetch: bool = True,
+    epochs: int | None = None,
 ) -> tf.data.Dataset:
     """The batches of :func:`constrained_dataset` as rows of :func:`epoch_arrays` (dicts over :data:`ROW_KEYS`),
     ``steps`` per epoch, for a training step that makes each batch itself (:func:`batch_from_row`, as
@@ -344,13 +345,21 @@ def epoch_row_dataset(
     Nothing runs per batch but slicing the epoch's arrays: the gather of the batch's samples (0.8 MB for a batch of
     256 x 784) is the part of the input pipeline that tf.data ran slowest (docs/performance.md), and inside the
     step it is an op of the compiled training loop.
+
+    Without ``epochs`` an iterator yields one epoch and every new iterator the next (``fit`` opens one per epoch).
+    With ``epochs`` one iterator yields every epoch from ``initial_epoch`` up to ``epochs``, for ``fit`` with
+    ``steps_per_epoch=steps``: a short epoch then pays no iterator of its own (about 10 ms with its prefetch).
     """
-    epoch = [initial_epoch]
     arrays = EpochsAhead(lambda e: epoch_arrays(num_samples, constraints, batch_size, seed, e, layout))
+    if epochs is not None:
+        rows = epoch_rows(arrays, tf.data.Dataset.range(initial_epoch, epochs))
+        rows = rows.apply(tf.data.experimental.assert_cardinality(steps * (epochs - initial_epoch)))
+    else:
+        epoch = [initial_epoch]
 
-    def next_epoch(_: int) -> tuple[np.ndarray, ...]:  # every new iterator (fit opens one per epoch) is the next
-        epoch[0] += 1
-        return arrays(epoch[0] - 1)
+        def next_epoch(_: int) -> tuple[np.ndarray, ...]:  # every new iterator is the next epoch
+            epoch[0] += 1
+            return arrays(epoch[0] - 1)
 
-    rows = epoch_rows(next_epoch, tf.data.Dataset.range(1)).apply(tf.data.experimental.assert_cardinality(steps))
+        rows = epoch_rows(next_epoch, tf.data.Dataset.range(1)).apply(tf.data.experimental.assert_cardinality(steps))
     return prefetch_without_autotune(rows) if prefetch else rows
