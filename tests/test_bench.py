@@ -120,3 +120,16 @@ def test_phases_reports_each_phase_and_restart_of_a_run(tmp_path):
     assert sum(result["restarts_s"].values()) <= result["phases_s"]["training"]
     assert sum(result["phases_s"].values()) <= result["train_seconds"] + 0.2  # the phases lie within the run's time
     assert 0 < result["scores"]["acc"] <= 1
+
+
+def test_estimator_time_times_a_fit_and_scores_its_labels():
+    from bench import estimator_time
+
+    x, y, constraints = estimator_time.case_data("digits")
+    assert x.shape == (1797, 64) and 0 <= x.min() and x.max() <= 1 and len(constraints) == 1500
+    with pytest.raises(ValueError, match="case"):
+        estimator_time.case_data("iris")
+    result = estimator_time.measure("table", epochs=1, pretrain_epochs=1)
+    assert (result["num_samples"], result["num_features"], result["num_pairs"]) == (1000, 20, 0)
+    assert result["epochs"] == 1 and result["hidden_units"] == [64, 64] and result["seconds"] > 0
+    assert -1 <= result["ari"] <= 1 and result["start"] in ("embedding", "input")
