@@ -421,7 +421,8 @@ class RuntimeConfig:
         0,
         "Training steps per compiled call of fit: Keras' loop, the callbacks' batch hooks and the NaN guard's "
         "check of the loss run once per call; the results do not change (see docs/performance.md). 0: 32, or 1 "
-        "for a fit of fewer than 256 steps, where tracing the multi-step loop costs more than it saves.",
+        "for a fit of fewer than 256 steps, where tracing the multi-step loop costs more than it saves. An epoch "
+        "of at most that many steps is one call.",
         lower=0,
     )
     eval_every: int = setting(10, "Evaluate test ACC/NMI/ARI every this many epochs (logged to history).", lower=1)

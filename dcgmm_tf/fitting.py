@@ -157,7 +157,8 @@ def fit_mixture(
       backup_name: The backup folder's name; it must belong to one configuration.
       strategy: The tf.distribute strategy whose replicas train (None: one device, no strategy).
       jit_compile: Compile the training step with XLA.
-      steps_per_execution: Training steps per compiled call (None: :func:`steps_per_call`'s choice).
+      steps_per_execution: Training steps per compiled call (None: :func:`steps_per_call`'s choice). Off a
+        strategy and XLA, an epoch of at most that many steps is one call, and all epochs read one iterator.
       verbose: Keras verbosity.
       check_inputs: Check ``x`` and ``constraints`` (:func:`dcgmm_tf.data.pipeline.checked_inputs`); off for
         inputs checked already, as the library's runs do (:func:`dcgmm_tf.recipe.prepare_run`, the estimator's
