@@ -15,7 +15,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from dcgmm_tf import metrics, records, starts
+from dcgmm_tf import metrics, records, runtime, starts
 from dcgmm_tf.config import LATENT_CLASS_STARTS
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.storage import read_checked, write_atomically
@@ -154,7 +154,8 @@ class NonFiniteLossGuard(keras.callbacks.Callback):
         # variable, they cost a short epoch about 8 ms).
         self._snapshot = tf.function(lambda: [tf.identity(tf.convert_to_tensor(v)) for v in variables])
         self.error = None
-        self._good_state = self._snapshot()
+        with runtime.no_retracing_warning():  # each fit's guard traces its copy once
+            self._good_state = self._snapshot()
         self._good_epoch = None
 
     def on_epoch_begin(self, epoch, logs=None):
