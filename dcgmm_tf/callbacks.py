@@ -139,6 +139,7 @@ class NonFiniteLossGuard(keras.callbacks.Callback):
         self.error: str | None = None
         self._epoch = 0
         self._good_state: list[tf.Tensor] | None = None
+        self._watched: list = []  # the variables that the good state copies, in its order
         self._good_epoch: int | None = None
 
     def _variables(self) -> list:
@@ -149,7 +150,7 @@ class NonFiniteLossGuard(keras.callbacks.Callback):
         return [*self.model.weights, *self.model.optimizer.variables]
 
     def on_train_begin(self, logs=None):
-        variables = self._variables()
+        self._watched = variables = self._variables()
         # Copies of the variables' values on their own devices, in one compiled call (as eager ops, one per
         # variable, they cost a short epoch about 8 ms).
         self._snapshot = tf.function(lambda: [tf.identity(tf.convert_to_tensor(v)) for v in variables])
@@ -165,7 +166,7 @@ class NonFiniteLossGuard(keras.callbacks.Callback):
         value = (logs or {}).get(self.monitor)
         if self.error is not None or value is None or math.isfinite(float(value)):
             return
-        for variable, good in zip(self._variables(), self._good_state):
+        for variable, good in zip(self._watched, self._good_state, strict=True):
             variable.assign(good)
         self.model.stop_training = True
         kept = "the start of training" if self._good_epoch is None else f"the end of epoch {self._good_epoch + 1}"

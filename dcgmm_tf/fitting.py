@@ -207,16 +207,16 @@ def fit_mixture(
         ]
     callbacks.append(EpochProgress())
     args = (schedule.batch_size, schedule.seed, schedule.layout, initial_epoch)
-    fit_args, source = {}, contextlib.nullcontext()
+    # A dataset that runs on across epochs needs fit to be told where each epoch ends.
+    fit_args = {"steps_per_epoch": steps} if distributed or one_iterator else {}
+    source = contextlib.nullcontext()
     if distributed:
-        data, fit_args["steps_per_epoch"] = distributed_epoch_dataset(strategy, x, constraints, *args), steps
+        data = distributed_epoch_dataset(strategy, x, constraints, *args)
     elif jit_compile:  # an XLA step would take the whole captured x to its device: tf.data makes the batches
         data = epoch_dataset(x, constraints, steps, *args)
     else:  # the step makes each batch itself, on the host: the input pipeline only slices the epoch's rows
         epochs = schedule.epochs if one_iterator else None
         data, source = epoch_row_dataset(len(x), constraints, steps, *args, epochs=epochs), model.batch_source(x)
-        if one_iterator:
-            fit_args["steps_per_epoch"] = steps
     with source:
         history = model.fit(
             data,
