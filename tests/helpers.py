@@ -1,6 +1,7 @@
 """Reference computations, toy data and the runners' flags, shared by the tests."""
 
 import contextlib
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -123,6 +124,19 @@ def parsed_flags(argv: list[str]) -> Iterator[flags.FlagValues]:
         yield flags.FLAGS
     finally:
         flags.FLAGS.unparse_flags()
+
+
+@contextlib.contextmanager
+def tensorflow_messages() -> Iterator[list[str]]:
+    """The messages that reach TensorFlow's logger inside the block (after its filters), in order."""
+    logger, seen = logging.getLogger("tensorflow"), []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    logger.addHandler(handler)
+    try:
+        yield seen
+    finally:
+        logger.removeHandler(handler)
 
 
 def recorded_keyword(monkeypatch, owner: Any, name: str, keyword: str) -> list:

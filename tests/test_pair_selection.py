@@ -136,20 +136,12 @@ def test_schedule_is_checked():
 def test_suggesting_pairs_from_many_models_prints_no_retracing_warning():
     """Each round of an active loop asks a new model for pairs; TensorFlow must not warn that the library's own
     predictions retrace (each model traces its predict function once)."""
-    import logging
-
-    from tests.helpers import small_model, toy_data
+    from tests.helpers import small_model, tensorflow_messages, toy_data
 
     x, y = toy_data(64)
     constraints = ConstraintSet.from_labels(y, 20, seed=0)
-    logger, seen = logging.getLogger("tensorflow"), []
-    handler = logging.Handler()
-    handler.emit = lambda record: seen.append(record.getMessage())
-    logger.addHandler(handler)
-    try:
+    with tensorflow_messages() as seen:
         for seed in range(8):
             pairs = pair_selection.suggest_pairs(small_model(seed=seed), x, constraints, 4, seed=seed)
             assert pairs.shape == (4, 2)
-    finally:
-        logger.removeHandler(handler)
     assert not [message for message in seen if "retracing" in message]

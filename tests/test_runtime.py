@@ -17,7 +17,7 @@ from dcgmm_tf.baselines.layerwise import StackedAutoencoder
 from dcgmm_tf.model import DCGMM
 from dcgmm_tf.recipe import pretrained_model
 from dcgmm_tf.runtime import no_retracing_warning, process_seeds, python_generator
-from tests.helpers import toy_data, weights_equal
+from tests.helpers import tensorflow_messages, toy_data, weights_equal
 
 
 def caller_draws() -> tuple[float, float]:
@@ -96,16 +96,11 @@ def test_importing_the_library_leaves_the_cyclic_collector_as_it_was():
 
 
 def test_the_retracing_warning_is_held_back_inside_the_block_only_and_other_lines_pass():
-    logger, seen = logging.getLogger("tensorflow"), []
-    handler = logging.Handler()
-    handler.emit = lambda record: seen.append(record.getMessage())
-    logger.addHandler(handler)
+    logger = logging.getLogger("tensorflow")
     retracing = "5 out of the last 9 calls to <function f> triggered tf.function retracing. Tracing is expensive"
-    try:
+    with tensorflow_messages() as seen:
         with no_retracing_warning():
             logger.warning(retracing)
             logger.warning("something else")
         logger.warning(retracing)
-    finally:
-        logger.removeHandler(handler)
     assert seen == ["something else", retracing]
