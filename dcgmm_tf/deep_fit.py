@@ -169,6 +169,7 @@ class DeepFit:
 
         def train_probe(num_clusters: int, pairs: ConstraintSet) -> DCGMM:
             model = self.on_autoencoder(num_clusters, pretrained)
+            self.tune(model, pairs, schedule.pair_tuning_epochs)
             self.fit(model, pairs, schedule)
             return model
 
@@ -215,10 +216,9 @@ class DeepFit:
         schedule: EstimatorSchedule,
         input_clusters: np.ndarray | None = None,
     ) -> dict[str, list]:
-        """The recipe's steps on the pretrained ``model``: tuning with the pairs (``pair_tuning_epochs``), the start
-        of its mixture (``cluster_init``'s on the embedding, or, given ``input_clusters``, those clusters of the
-        samples moment-matched into the embedding) and the fit on ``schedule``; returns the history."""
-        self.tune(model, pairs, schedule.pair_tuning_epochs)
+        """The recipe's steps after the tuning with the pairs (:meth:`tune`) of ``model``: the start of its mixture
+        (``cluster_init``'s on the embedding, or, given ``input_clusters``, those clusters of the samples
+        moment-matched into the embedding) and the fit on ``schedule``; returns the history."""
         # One cluster is the trivial clustering: the paper's start, no restarts.
         strategy = self.cluster_init if model.num_clusters > 1 else "gmm"
         if input_clusters is not None:
@@ -257,7 +257,8 @@ class DeepFit:
     ) -> StartsResult:
         """One fit per start, like scikit-learn's ``n_init``: from ``cluster_init`` on the embedding and, given
         ``input_clusters`` (the input GMM's clusters of the samples) and K > 1, from those; the kept fit is the one
-        of the lowest negative C-ELBO on ``x`` and ``pairs``, the first on a tie.
+        of the lowest negative C-ELBO on ``x`` and ``pairs``, the first on a tie. The starts share one tuning with
+        the pairs (:meth:`tune`), which depends on the autoencoder, the pairs and the seed alone.
 
         Args:
           pairs: The pairs to train with.
@@ -270,6 +271,7 @@ class DeepFit:
           The fits.
         """
         first = self.pretrained(num_clusters) if pretrained is None else self.on_autoencoder(num_clusters, pretrained)
+        self.tune(first, pairs, self.schedule.pair_tuning_epochs)
         models = {"embedding": (first, None)}
         if input_clusters is not None and num_clusters > 1:  # a copy made before the first fit changes its weights
             models["input"] = (self.on_autoencoder(num_clusters, first), input_clusters)

@@ -23,7 +23,7 @@ from dcgmm_tf import ConstraintSet, paired_mixture, starts
 from dcgmm_tf.baselines import PCKMeans
 from dcgmm_tf.estimator import DCGMMClustering
 from dcgmm_tf.fallback import PAIR_RATE, pair_scale
-from tests.helpers import TINY, recorded_keyword, toy_data
+from tests.helpers import TINY, recorded_keyword, toy_data, weights_equal
 
 # PRETRAINED keeps one epoch of pretraining where the pretraining is part of what is tested.
 PRETRAINED = {**TINY, "pretrain_epochs": 1}
@@ -85,6 +85,35 @@ def test_tuning_with_the_pairs_pulls_must_links_together():
     for bad, message in bad_values:
         with pytest.raises(ValueError, match=message):
             DCGMMClustering(2, **bad, **TINY).fit(x, constraints=constraints)
+
+
+def test_the_starts_share_one_tuning_with_the_pairs(monkeypatch):
+    """Both starts take the autoencoder tuned once, which holds the weights that a copy tuned on its own gets (the
+    tuning depends on the autoencoder, the pairs and the seed alone)."""
+    from dcgmm_tf.deep_fit import DeepFit
+
+    x, y = toy_data(120)
+    constraints = ConstraintSet.from_labels(y, 60, seed=0)
+    tunings, alone, at_start = [], [], {}
+    tune, fit = DeepFit.tune, DeepFit.fit
+
+    def counted_tune(self, model, pairs, epochs):
+        tunings.append(epochs)
+        copy = self.on_autoencoder(model.num_clusters, model)
+        tune(self, copy, pairs, epochs)
+        alone.append(copy.encoder.get_weights() + copy.decoder.get_weights())
+        tune(self, model, pairs, epochs)
+
+    def recorded_fit(self, model, pairs, schedule, input_clusters=None):
+        start = "embedding" if input_clusters is None else "input"
+        at_start[start] = model.encoder.get_weights() + model.decoder.get_weights()
+        return fit(self, model, pairs, schedule, input_clusters)
+
+    monkeypatch.setattr(DeepFit, "tune", counted_tune)
+    monkeypatch.setattr(DeepFit, "fit", recorded_fit)
+    est = DCGMMClustering(2, pair_tuning_epochs=3, **PRETRAINED).fit(x, constraints=constraints)
+    assert set(est.fit_losses_) == {"embedding", "input"} and tunings == [3]
+    assert weights_equal(at_start["embedding"], alone[0]) and weights_equal(at_start["input"], alone[0])
 
 
 def test_auto_tuning_only_with_answers_taken_as_right():
