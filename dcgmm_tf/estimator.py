@@ -74,8 +74,9 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
       pair_tuning_epochs: Epochs of tuning the pretrained autoencoder with the pairs before the start (the runner's
         default recipe tunes 5 epochs of Fashion-MNIST; not the paper's, see :mod:`dcgmm_tf.pair_tuning`); "auto":
         about 1,200 steps (:func:`dcgmm_tf.sizing.fit_schedule`), none when some answers are weighed as possibly
-        wrong (:func:`dcgmm_tf.sizing.tuning_for`); 0 (the default): none, the paper's. On scikit-learn's digits with
-        1,500 answers "auto" gave ARI .9660 against .8025 without, one fit each (docs/your-data.md).
+        wrong (:func:`dcgmm_tf.sizing.tuning_for`); 0 (the default): none, the paper's. "auto" gave scikit-learn's
+        digits with 1,500 answers ARI .9660 against .8025, the benchmark's small tables a little less than none
+        (docs/your-data.md).
       choice_weights: With ``n_clusters="auto"``: the weights of the GMMs that score each candidate K, "equal"
         (the default: 1/K, the prior the model trains with) or "fitted" (EM's; it
         chose K - 1 or K + 1 on two of three Fashion-MNIST seeds, docs/your-data.md).
