@@ -27,6 +27,7 @@ import numpy as np
 from scipy import linalg, sparse
 from sklearn.cluster import KMeans
 from sklearn.mixture import GaussianMixture
+from threadpoolctl import threadpool_limits
 
 from dcgmm_tf.config import LATENT_CLASS_STARTS, START_STRATEGIES
 from dcgmm_tf.constraints import ConstraintSet, flip_probability
@@ -95,6 +96,9 @@ CHUNK = 100_000  # rows of the [N, K'] responsibilities held at once
 # share their components, link and flip probability): below it each iteration's numpy calls are too small for the
 # threads to pay (measured on 2 cores: 300 pairs, 1.2 s side by side against 0.9 s one after the other).
 PARALLEL_GROUPS = 1_000
+# The input GMM's EM runs on one thread (OpenMP and BLAS) for at most this many entries (rows x features): on such
+# data two threads cost more than they give, most of all beside TensorFlow's threads (docs/your-data.md).
+ONE_THREAD_ENTRIES = 1_000_000
 
 
 def _fit_gmm(z: np.ndarray, num_components: int, seed: int) -> GaussianMixture:
@@ -192,13 +196,14 @@ def input_gmm_fits(
     if spread is not None and np.ptp(spread) > 1e-6 * np.max(spread):
         relative = np.asarray(spread, np.float64) / np.mean(spread)
     best = []  # (BIC at choice_floor, fit at covariance_floor) of each covariance type
-    for kind in kinds:
-        chooser = _best_fit(subset, num_clusters, kind, seed, relative, choice_floor)
-        if choice_floor != covariance_floor:
-            fit = _best_fit(subset, num_clusters, kind, seed, relative, covariance_floor)
-        else:
-            fit = chooser
-        best.append((chooser.bic(subset), fit))
+    with threadpool_limits(1 if subset.size <= ONE_THREAD_ENTRIES else None):
+        for kind in kinds:
+            chooser = _best_fit(subset, num_clusters, kind, seed, relative, choice_floor)
+            if choice_floor != covariance_floor:
+                fit = _best_fit(subset, num_clusters, kind, seed, relative, covariance_floor)
+            else:
+                fit = chooser
+            best.append((chooser.bic(subset), fit))
     return [gmm for _, gmm in sorted(best, key=lambda scored: scored[0])]
 
 

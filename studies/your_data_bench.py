@@ -3,6 +3,7 @@ r"""The estimator's defaults on nineteen data sets, against k-means, a Gaussian 
     python -m studies.your_data_bench --output_dir=results/your_data_bench --seeds=0,1,2 --pairs=0,100,500
     python -m studies.your_data_bench --auto_k ...                 # also n_clusters="auto" at the most pairs
     python -m studies.your_data_bench --tiny --seeds=0 --pairs=0,50 --output_dir=/tmp/bench   # a quick run
+    python -m studies.your_data_bench --params='{"hidden_units": [64, 64]}' --output_dir=/tmp/width   # one setting
 
 Each set (:data:`SETS`) belongs to one half (:data:`HALVES`): the estimator's defaults are tuned on the ``tuning``
 half and reported on the ``reporting`` half. For every set, seed and count of ``--pairs``, that many random pairs
@@ -28,6 +29,7 @@ and the Markdown table and the comparisons of the reporting half are printed. Us
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 import time
@@ -428,6 +430,7 @@ def run_bench(
     auto_k: bool = False,
     tiny: bool = False,
     datasets: Sequence[str] | None = None,
+    params: dict[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Fits every method on each set, seed and pair count into ``<output_dir>/results.csv`` (rows already there
     are skipped), writes ``summary.csv`` beside it and returns the summary (:func:`summarise`).
@@ -440,6 +443,8 @@ def run_bench(
       tiny: The quick mode: the sets :data:`TINY_SETS` only, the first seed, the estimator with
         :data:`TINY_PARAMS`.
       datasets: The sets to run (default: all of :data:`SETS`, or :data:`TINY_SETS` with ``tiny``).
+      params: ``DCGMMClustering`` parameters in place of its defaults (a study of one setting; over
+        :data:`TINY_PARAMS` with ``tiny``).
     """
     from sklearn.metrics import adjusted_rand_score
 
@@ -447,7 +452,7 @@ def run_bench(
     results.require_columns(csv_path, ("dataset", "seed", "num_pairs", "method", "ari"))
     names = list(datasets or (TINY_SETS if tiny else SETS))
     seeds = list(seeds)[:1] if tiny else list(seeds)
-    params = dict(TINY_PARAMS) if tiny else {}
+    params = {**(TINY_PARAMS if tiny else {}), **(params or {})}
     counts = sorted(set(int(p) for p in pairs))
     done = finished(csv_path)
     for name in names:
@@ -660,10 +665,24 @@ def _define_flags() -> None:
     flags.DEFINE_bool("auto_k", False, "Also fit n_clusters='auto' at the largest pair count (method dcgmm_auto).")
     flags.DEFINE_bool("tiny", False, f"A quick run: sets {', '.join(TINY_SETS)}, the first seed, {TINY_PARAMS}.")
     define_sets_flag(SETS, [], "The sets to run (default: all, or the tiny ones)")
+    flags.DEFINE_string(
+        "params",
+        "{}",
+        "DCGMMClustering parameters in place of its defaults, as a JSON object (e.g. '{\"hidden_units\": [64, 64]}'); "
+        "use another --output_dir: its rows would stand for the defaults'.",
+    )
+    flags.register_validator("params", _is_json_object, "--params must be a JSON object of parameter names")
     for name in ("seeds", "pairs"):
         flags.register_validator(
             name, lambda v: bool(v) and all(s.isdigit() for s in v), f"--{name} must be non-negative integers"
         )
+
+
+def _is_json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
 
 
 def main(argv: list[str]) -> None:
@@ -675,6 +694,7 @@ def main(argv: list[str]) -> None:
         auto_k=FLAGS.auto_k,
         tiny=FLAGS.tiny,
         datasets=FLAGS.datasets or None,
+        params=json.loads(FLAGS.params),
     )
     print(report(summary))
 

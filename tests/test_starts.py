@@ -514,3 +514,26 @@ def test_the_bic_at_the_choice_floor_orders_the_types_fitted_at_the_covariance_f
     assert np.diagonal(full.covariances_, axis1=1, axis2=2).min() >= 3.0 and diag.covariances_.min() >= 3.0
     for fit, same in zip(fits, at_floor[::-1]):
         np.testing.assert_allclose(fit.means_, same.means_)
+
+
+def test_the_input_gmm_runs_on_one_thread_on_small_data_only(monkeypatch):
+    """EM on small data runs with one OpenMP and one BLAS thread, on larger data with the threads as they are (two
+    here: the test processes start with one, conftest.py)."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    threads = []
+    fit = GaussianMixture.fit
+
+    def recording_fit(self, x, y=None):
+        threads.append({pool["num_threads"] for pool in threadpool_info()})
+        return fit(self, x, y)
+
+    monkeypatch.setattr(GaussianMixture, "fit", recording_fit)
+    x = _crossing_clusters()  # 150 rows x 2 features
+    for limit, expected in ((x.size, {1}), (x.size - 1, {2})):
+        monkeypatch.setattr(start_module, "ONE_THREAD_ENTRIES", limit)
+        threads.clear()
+        with threadpool_limits(2):
+            start_module.input_gmm(x, 2, seed=0)
+            assert {pool["num_threads"] for pool in threadpool_info()} == {2}
+        assert threads and all(used == expected for used in threads)

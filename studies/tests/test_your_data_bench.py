@@ -42,6 +42,14 @@ def test_tiny_bench_writes_a_row_per_fit_and_resumes(tmp_path):
     assert len(pd.read_csv(tmp_path / "results.csv")) == len(rows)
 
 
+def test_params_replace_the_estimators_defaults_in_every_fit(tmp_path):
+    bench.run_bench(tmp_path, [0], [0], tiny=True, datasets=["iris"], params={"hidden_units": [16], "epochs": 1})
+    rows = pd.read_csv(tmp_path / "results.csv")
+    note = rows[rows.method == "dcgmm"].note.item()
+    assert "units 16," in note and "epochs 1+2 pretraining" in note  # the tiny mode's other settings stay
+    assert bench._is_json_object('{"hidden_units": [64, 64]}') and not bench._is_json_object("[64, 64]")
+
+
 def test_subspace_blobs_vary_in_a_few_directions_of_their_own():
     x, y = bench.subspace_blobs(20, 7, rank=3)
     again = bench.subspace_blobs(20, 7, rank=3)
