@@ -444,7 +444,10 @@ def run_bench(
         :data:`TINY_PARAMS`.
       datasets: The sets to run (default: all of :data:`SETS`, or :data:`TINY_SETS` with ``tiny``).
       params: ``DCGMMClustering`` parameters in place of its defaults (a study of one setting; over
-        :data:`TINY_PARAMS` with ``tiny``).
+        :data:`TINY_PARAMS` with ``tiny``), but for ``n_clusters`` and ``random_state``.
+
+    Raises:
+      ValueError: When ``params`` sets ``n_clusters`` or ``random_state``.
     """
     from sklearn.metrics import adjusted_rand_score
 
@@ -452,6 +455,9 @@ def run_bench(
     results.require_columns(csv_path, ("dataset", "seed", "num_pairs", "method", "ari"))
     names = list(datasets or (TINY_SETS if tiny else SETS))
     seeds = list(seeds)[:1] if tiny else list(seeds)
+    fixed = {"n_clusters", "random_state"} & set(params or {})
+    if fixed:
+        raise ValueError(f"params cannot set {', '.join(sorted(fixed))}: the benchmark sets them per fit")
     params = {**(TINY_PARAMS if tiny else {}), **(params or {})}
     counts = sorted(set(int(p) for p in pairs))
     done = finished(csv_path)

@@ -48,6 +48,8 @@ def test_params_replace_the_estimators_defaults_in_every_fit(tmp_path):
     note = rows[rows.method == "dcgmm"].note.item()
     assert "units 16," in note and "epochs 1+2 pretraining" in note  # the tiny mode's other settings stay
     assert bench._is_json_object('{"hidden_units": [64, 64]}') and not bench._is_json_object("[64, 64]")
+    with pytest.raises(ValueError, match="random_state"):
+        bench.run_bench(tmp_path, [0], [0], tiny=True, params={"random_state": 3})
 
 
 def test_subspace_blobs_vary_in_a_few_directions_of_their_own():
