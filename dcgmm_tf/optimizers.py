@@ -5,16 +5,19 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
+from dcgmm_tf.shims import ScaleWhenClipping
+
 
 @keras.saving.register_keras_serializable(package="dcgmm_tf")
-class FusedAdam(keras.optimizers.Adam):
+class FusedAdam(ScaleWhenClipping, keras.optimizers.Adam):
     """``keras.optimizers.Adam`` computed by TensorFlow's fused ``ApplyAdam`` kernel.
 
     The same update (and arguments) as Keras' Adam, but each variable is read and written in one pass instead
     of about ten separate element-wise kernels: on a 2-core CPU the update of the paper's 3.4M-parameter
     network takes ~3 ms instead of ~10 ms, a quarter of a training step (see docs/performance.md). Gradient
-    clipping, learning-rate schedules, loss scaling and ``tf.distribute`` work as with ``Adam``; ``amsgrad`` is
-    not supported.
+    clipping (a step under ``global_clipnorm`` leaves its gradients unscaled:
+    :class:`dcgmm_tf.shims.ScaleWhenClipping`), learning-rate schedules, loss scaling and ``tf.distribute`` work as
+    with ``Adam``; ``amsgrad`` is not supported.
     """
 
     def __init__(self, *args, **kwargs):

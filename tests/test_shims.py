@@ -5,8 +5,9 @@ import inspect
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
-from dcgmm_tf.shims import PRIVATE_METHODS, EqualWeightGaussianMixture, PrebuiltModel
+from dcgmm_tf.shims import PRIVATE_METHODS, EqualWeightGaussianMixture, PrebuiltModel, ScaleWhenClipping
 
 
 @pytest.mark.parametrize("owner, name", list(PRIVATE_METHODS))
@@ -43,6 +44,40 @@ def test_a_built_model_skips_the_symbolic_build_and_builds_its_optimizer(monkeyp
     unbuilt.compile(optimizer="adam")
     with pytest.raises(AssertionError, match="symbolic build ran"):  # not built: Keras' own build
         unbuilt._maybe_symbolic_build()
+
+
+class ClippingSGD(ScaleWhenClipping, keras.optimizers.SGD):
+    pass
+
+
+@pytest.mark.parametrize("limit", [300.0, 3.0, 0.7, 1e-3])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_the_clipping_gives_keras_gradients_to_the_bit(limit, compiled):
+    rng = np.random.default_rng(0)
+    shapes = [(50, 30), (30,), (30, 4)]
+    grads = [tf.constant(rng.normal(0, 0.1, s).astype(np.float32)) for s in shapes]
+    nan = [grads[0], tf.constant(np.full((30,), np.nan, np.float32)), grads[2]]
+    ours, keras_own = ClippingSGD(global_clipnorm=limit), keras.optimizers.SGD(global_clipnorm=limit)
+    clip, expected = ours._clip_gradients, keras_own._clip_gradients
+    if compiled:
+        clip, expected = tf.function(clip), tf.function(expected)
+    for case in (grads, nan, [grads[0], None, grads[2]]):
+        got, want = clip(case), expected([g for g in case if g is not None])
+        assert [g is None for g in got] == [g is None for g in case]
+        for g, w in zip([g for g in got if g is not None], want):
+            np.testing.assert_array_equal(g.numpy().view(np.int32), w.numpy().view(np.int32))
+    norm = float(tf.linalg.global_norm(grads))
+    clipped = clip(grads)[0].numpy()
+    if limit < norm:  # scaled down to the limit
+        assert float(tf.linalg.global_norm(clip(grads))) == pytest.approx(limit, rel=1e-5)
+    else:
+        np.testing.assert_array_equal(clipped, grads[0].numpy())
+
+
+def test_without_a_global_limit_the_clipping_is_keras_own():
+    grads = [tf.constant([3.0, 4.0])]
+    np.testing.assert_allclose(ClippingSGD(clipnorm=1.0)._clip_gradients(grads)[0], [0.6, 0.8], rtol=1e-6)
+    np.testing.assert_array_equal(ClippingSGD()._clip_gradients(grads)[0], [3.0, 4.0])
 
 
 def test_equal_weights_stay_equal_through_em():
