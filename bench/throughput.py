@@ -10,7 +10,9 @@ alike; the ratios (efficiency, breakdown) are the robust numbers, the absolute o
 - reference: plain matmuls of exactly the shapes the training step multiplies (forward, and for the backward pass
   dW = X^T dY for every layer and dX = dY W^T for every layer but the first), nothing else.
 - step: one full training step (``DCGMM.train_step`` in a ``tf.function``, like ``fit`` runs it) with
-  :class:`dcgmm_tf.optimizers.FusedAdam`; ``step_keras_adam`` the same with ``keras.optimizers.Adam``.
+  :class:`dcgmm_tf.optimizers.FusedAdam`; ``step_keras_adam`` the same with ``keras.optimizers.Adam``;
+  ``step_clipnorm`` with the runner's clipping (``global_clipnorm=300``, the gradients scaled only in a step over the
+  limit), ``step_clipnorm_every_step`` with Keras' own, which multiplies them by the scale in every step.
 - efficiency = (step matmul FLOP / step time) / (reference FLOP / reference time) = reference time / step time.
 - breakdown: variants of the step (network forward only; forward + loss, with and without the pairwise term
   of a pair batch; forward + loss + gradient), the optimizer update alone (Keras Adam, FusedAdam), the input
@@ -49,6 +51,22 @@ flags.DEFINE_string("output", None, "Append the results as one JSON line to this
 POLICIES = {"off": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
 
+CLIPNORM = 300.0  # the runner's --clipnorm
+
+
+def _every_step_scaled():
+    """FusedAdam with Keras' own global clipping (the next class after the library's mixin in its MRO), which
+    multiplies the gradients by the scale in every step."""
+    from dcgmm_tf.optimizers import FusedAdam
+    from dcgmm_tf.shims import ScaleWhenClipping
+
+    class EveryStepScaled(FusedAdam):
+        def _clip_gradients(self, grads):
+            return super(ScaleWhenClipping, self)._clip_gradients(grads)
+
+    return EveryStepScaled
+
+
 def now() -> float:
     """Seconds on the clock of --clock."""
     return time.process_time() if FLAGS.clock == "cpu" else time.perf_counter()
@@ -64,6 +82,7 @@ def main(argv):
     from dcgmm_tf.data import constrained_dataset, load_dataset
     from dcgmm_tf.optimizers import FusedAdam
 
+    EveryStepScaled = _every_step_scaled()
     set_threads(FLAGS.threads)
     keras.mixed_precision.set_global_policy(POLICIES[FLAGS.mixed_precision])
     keras.utils.set_random_seed(0)
@@ -75,6 +94,11 @@ def main(argv):
     keras_adam_model = DCGMM((784,), num_clusters=10, seed=0)
     keras_adam_model.set_weights(model.get_weights())
     keras_adam_model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    clipped = {}
+    for name, optimizer_class in (("own", FusedAdam), ("keras", EveryStepScaled)):
+        clipped[name] = DCGMM((784,), num_clusters=10, seed=0)
+        clipped[name].set_weights(model.get_weights())
+        clipped[name].compile(optimizer=optimizer_class(1e-3, global_clipnorm=CLIPNORM))
     x, w = pair_batch(x_all, batch)
 
     jit = FLAGS.jit_compile
@@ -100,6 +124,8 @@ def main(argv):
 
     train_step = tf.function(model.train_step, jit_compile=jit)
     keras_adam_step = tf.function(keras_adam_model.train_step, jit_compile=jit)
+    clipnorm_step = tf.function(clipped["own"].train_step, jit_compile=jit)
+    clipnorm_every_step = tf.function(clipped["keras"].train_step, jit_compile=jit)
     # The optimizer update alone, on copies of the weights with fixed gradients.
     copies = {name: [keras.Variable(v.numpy()) for v in model.trainable_variables] for name in ("keras", "fused")}
     fixed_grads = [tf.random.normal(v.shape, stddev=1e-3) for v in model.trainable_variables]
@@ -122,6 +148,8 @@ def main(argv):
         "reference": (reference, (operands,)),
         "step": (train_step, ((x, w),)),
         "step_keras_adam": (keras_adam_step, ((x, w),)),
+        "step_clipnorm": (clipnorm_step, ((x, w),)),
+        "step_clipnorm_every_step": (clipnorm_every_step, ((x, w),)),
         "forward_network": (forward_network, (x,)),
         "forward_loss": (forward_loss, (x, w)),
         "forward_loss_without_pairwise": (forward_loss_without_pairwise, (x,)),
