@@ -11,8 +11,9 @@ alike; the ratios (efficiency, breakdown) are the robust numbers, the absolute o
   dW = X^T dY for every layer and dX = dY W^T for every layer but the first), nothing else.
 - step: one full training step (``DCGMM.train_step`` in a ``tf.function``, like ``fit`` runs it) with
   :class:`dcgmm_tf.optimizers.FusedAdam`; ``step_keras_adam`` the same with ``keras.optimizers.Adam``;
-  ``step_clipnorm`` with the runner's clipping (``global_clipnorm=300``, the gradients scaled only in a step over the
-  limit), ``step_clipnorm_every_step`` with Keras' own, which multiplies them by the scale in every step.
+  ``step_clipnorm`` with the runner's clipping (``global_clipnorm`` at ``--clipnorm``'s default, the gradients
+  scaled only in a step over the limit), ``step_clipnorm_every_step`` with Keras' own, which multiplies them by the
+  scale in every step.
 - efficiency = (step matmul FLOP / step time) / (reference FLOP / reference time) = reference time / step time.
 - breakdown: variants of the step (network forward only; forward + loss, with and without the pairwise term
   of a pair batch; forward + loss + gradient), the optimizer update alone (Keras Adam, FusedAdam), the input
@@ -51,9 +52,6 @@ flags.DEFINE_string("output", None, "Append the results as one JSON line to this
 POLICIES = {"off": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
 
-CLIPNORM = 300.0  # the runner's --clipnorm
-
-
 def _every_step_scaled():
     """FusedAdam with Keras' own global clipping (the next class after the library's mixin in its MRO), which
     multiplies the gradients by the scale in every step."""
@@ -79,6 +77,7 @@ def main(argv):
     import tensorflow as tf
 
     from dcgmm_tf import DCGMM, ConstraintSet
+    from dcgmm_tf.config import RunConfig
     from dcgmm_tf.data import constrained_dataset, load_dataset
     from dcgmm_tf.optimizers import FusedAdam
 
@@ -98,7 +97,7 @@ def main(argv):
     for name, optimizer_class in (("own", FusedAdam), ("keras", EveryStepScaled)):
         clipped[name] = DCGMM((784,), num_clusters=10, seed=0)
         clipped[name].set_weights(model.get_weights())
-        clipped[name].compile(optimizer=optimizer_class(1e-3, global_clipnorm=CLIPNORM))
+        clipped[name].compile(optimizer=optimizer_class(1e-3, global_clipnorm=RunConfig().clipnorm))
     x, w = pair_batch(x_all, batch)
 
     jit = FLAGS.jit_compile
