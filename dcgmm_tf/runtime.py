@@ -8,7 +8,8 @@ seed through a public API, and changing either changes every pretrained model an
 library sets them for the block that needs them and restores the caller's state afterwards (:func:`process_seeds`):
 a run's results depend on its seed alone, and the caller's ``random``, NumPy and TensorFlow seeds are as they were.
 The mixed-precision policy of a run is not process-wide either: :func:`precision_policy` applies it around the
-training, from Python and from the command line alike.
+training, from Python and from the command line alike, with "auto" made concrete for this machine
+(:func:`resolved_precision`).
 """
 
 from __future__ import annotations
@@ -111,11 +112,39 @@ def python_generator() -> random.Random:
     return generator
 
 
+BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")  # Linux's names of the CPU features that multiply bf16 in hardware
+
+
+@functools.cache
+def cpu_has_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether the CPU multiplies bf16 in hardware (AMX-BF16 or AVX512-BF16), by the flags that Linux lists in
+    ``cpuinfo``; False where that file cannot be read (other systems)."""
+    try:
+        text = Path(cpuinfo).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    flags = {f for line in text.splitlines() if line.startswith("flags") for f in line.partition(":")[2].split()}
+    return any(flag in flags for flag in BF16_CPU_FLAGS)
+
+
+def resolved_precision(mixed_precision: str) -> str:
+    """``mixed_precision`` (auto, off, bf16, fp16) with "auto" made concrete: "bf16" on a CPU that multiplies bf16 in
+    hardware (:func:`cpu_has_bf16`) when TensorFlow sees no GPU, else "off": oneDNN has no bf16 matmul for a CPU
+    without those units (an AVX2 CPU, say), and on a GPU the 16-bit type is the user's choice (docs/performance.md)."""
+    if mixed_precision != "auto":
+        return mixed_precision
+    return "bf16" if cpu_has_bf16() and not tf.config.list_physical_devices("GPU") else "off"
+
+
 @contextlib.contextmanager
 def precision_policy(mixed_precision: str) -> Iterator[None]:
-    """Keras' global dtype policy set to that of ``mixed_precision`` (off, bf16, fp16) inside the block."""
+    """Keras' global dtype policy set to that of ``mixed_precision`` (auto, off, bf16, fp16; "auto" as
+    :func:`resolved_precision` makes it) inside the block."""
     previous = keras.mixed_precision.global_policy()
-    keras.mixed_precision.set_global_policy(MIXED_PRECISION_POLICIES[mixed_precision])
+    precision = resolved_precision(mixed_precision)
+    if mixed_precision == "auto":
+        logging.info("mixed precision auto: %s on this machine", precision)
+    keras.mixed_precision.set_global_policy(MIXED_PRECISION_POLICIES[precision])
     try:
         yield
     finally:

@@ -38,10 +38,10 @@ flags.DEFINE_enum(
     "protocol",
     "default",
     list(PROTOCOLS),
-    "Named settings under the other flags: default (this library's recipe), paper (the paper's protocol: gmm start, "
-    "10 pretraining and 500 epochs, staircase decay), variant (not the paper's: the log-likelihood pair term on "
-    "scaled HOG features, 20 epochs); see dcgmm_tf.config.PROTOCOLS. A flag given on the command line wins over "
-    "the protocol.",
+    "Named settings under the other flags: default (this library's recipe), paper (the paper's protocol: float32, gmm "
+    "start, 10 pretraining and 500 epochs, staircase decay), variant (not the paper's: the log-likelihood pair term on "
+    "scaled HOG features, 20 epochs, float32); see dcgmm_tf.config.PROTOCOLS. A flag given on the command line wins "
+    "over the protocol.",
 )
 
 

@@ -54,19 +54,28 @@ V1_APPLIES = {
 # ... and hashed num_clusters under its earlier numbering.
 V1_VALUES = {"num_clusters": {-1: 0, 0: "choose"}}
 
-# The recipes older rows were made with (docs/findings.md), beside the named protocols.
+# The recipes older rows were made with (docs/findings.md), beside the named protocols; all of them in float32.
 BASES = {
-    **PROTOCOLS,
-    "older": {
-        "pretrain_epochs": 10,
-        "init_em_starts": 10,
-        "pair_tuning_epochs": 0,
-        "epochs": 100,
-        "restart_every": 10,
-        "lr_schedule": "staircase",
-        "spread_neighbours": 0,
-    },
-    "40+30": {"pretrain_epochs": 40, "pair_tuning_epochs": 0, "epochs": 30, "restart_every": 10, "init_em_starts": 10},
+    name: {"mixed_precision": "off", **base}
+    for name, base in {
+        **PROTOCOLS,
+        "older": {
+            "pretrain_epochs": 10,
+            "init_em_starts": 10,
+            "pair_tuning_epochs": 0,
+            "epochs": 100,
+            "restart_every": 10,
+            "lr_schedule": "staircase",
+            "spread_neighbours": 0,
+        },
+        "40+30": {
+            "pretrain_epochs": 40,
+            "pair_tuning_epochs": 0,
+            "epochs": 30,
+            "restart_every": 10,
+            "init_em_starts": 10,
+        },
+    }.items()
 }
 # The settings a row's flags may have changed from a base, at most two at a time.
 CHANGES = {

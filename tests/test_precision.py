@@ -81,3 +81,34 @@ def test_pair_tuning_under_mixed_precision(policy):
     after = model.encoder.get_weights()
     assert all(np.isfinite(w).all() for w in after)
     assert not np.array_equal(before[0], after[0])  # the encoder trained
+
+
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        ("fpu sse2 avx2 avx512f avx512_bf16 fma", True),
+        ("fpu avx2 amx_tile amx_bf16", True),
+        ("fpu avx2 avx512f", False),
+    ],
+)
+def test_cpu_has_bf16_reads_the_flags_that_linux_lists(tmp_path, flags, expected):
+    from dcgmm_tf.runtime import cpu_has_bf16
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nmodel name\t: some avx512_bf16 CPU\nflags\t\t: {flags}\n\nprocessor\t: 1\n")
+    assert cpu_has_bf16(str(cpuinfo)) is expected
+    assert cpu_has_bf16(str(tmp_path / "missing")) is False  # another system: no bf16 assumed
+
+
+def test_auto_precision_is_bf16_only_on_a_cpu_with_bf16_units(monkeypatch):
+    from dcgmm_tf import runtime
+    from dcgmm_tf.config import RunConfig
+
+    for has_bf16, expected in ((True, "bf16"), (False, "off")):
+        monkeypatch.setattr(runtime, "cpu_has_bf16", lambda has_bf16=has_bf16: has_bf16)
+        assert runtime.resolved_precision("auto") == expected
+        assert [runtime.resolved_precision(p) for p in ("off", "bf16", "fp16")] == ["off", "bf16", "fp16"]
+        with runtime.precision_policy("auto"):
+            assert keras.mixed_precision.global_policy().name == {"bf16": "mixed_bfloat16", "off": "float32"}[expected]
+        assert keras.mixed_precision.global_policy().name == "float32"
+    assert RunConfig().mixed_precision == "auto" and RunConfig.protocol("paper").mixed_precision == "off"
