@@ -47,7 +47,7 @@ MIXTURE_METHODS = ("dcgmm", "vade")  # the methods with a Gaussian mixture to st
 CLUSTER_INITS = (*START_STRATEGIES, "labels")  # the starts of the mixture
 LR_SCHEDULES = ("staircase", "cosine")
 MIXED_PRECISION_POLICIES = {"off": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
-PRECISIONS = ("auto", *MIXED_PRECISION_POLICIES)  # "auto": bf16 where the CPU has bf16 dot products, else off
+PRECISIONS = ("auto", *MIXED_PRECISION_POLICIES)  # "auto": dcgmm_tf.runtime.resolved_precision picks bf16 or off
 
 
 def setting(
