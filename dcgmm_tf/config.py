@@ -5,7 +5,8 @@ one with ``dataclasses.replace``. Each field carries its help text and its allow
 the command line (``experiments.run``) defines its flags, so a rule is written once. ``RunConfig.key()`` is a
 run's identity: equal keys mean the same configuration (the seed is a results column of its own). It hashes every
 field, so a new or renamed field changes every key: such a change raises ``KEY_VERSION`` and teaches
-``scripts/migrate_results.py`` to bring the rows of the version before to the new one.
+``scripts/migrate_results.py`` to bring the rows of the version before to the new one, unless the field is left
+out of the hash at the value that acts as the code before it did (``UNHASHED_VALUES``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ DISTRIBUTION_STRATEGIES = ("default", "mirrored", "multiworker")  # tf.distribut
 START_STRATEGIES = ("gmm", "kmeans", "merge", "latent_class")  # starts of the mixture from the embeddings
 LINK_START_STRATEGIES = ("merge", "latent_class")  # the starts that use the pairs
 KEY_VERSION = 2  # the version of RunConfig.key(), written in every key
+# Fields added within a key version, left out of the key at the value that acts as the code before them did, so
+# that the rows written before keep their keys.
+UNHASHED_VALUES = {"fused_adam": False}
 LATENT_CLASS_STARTS = 3  # random starts of the latent class EM (3 and 10 compared: docs/findings.md)
 MIXTURE_WEIGHTS = ("equal", "fitted")  # the choice of K's GMM weights: 1/K (the default) or EM's
 CHOICE_RULES = ("one_se", "best")  # with both link types: the smallest K that ties the best, or the best
@@ -212,6 +216,11 @@ class RunConfig:
     )
     pretrain_epochs: int = setting(15, "Autoencoder pretraining epochs (the paper: 10).", lower=0)
     pretrain_batch_size: int = setting(256, "Autoencoder pretraining batch size.", lower=1)
+    fused_adam: bool = setting(
+        True,
+        "Adam in the pretraining and the tuning with the pairs as TensorFlow's fused kernel (dcgmm_tf.optimizers."
+        "FusedAdam, as in the training: Keras' update to rounding, in about half its time); off: Keras' Adam there.",
+    )
     pretrain_seed: int = setting(
         -1,
         "Seed of the pretraining (initial weights, autoencoder, GMM); -1: the run's seed. Fixing it starts "
@@ -383,17 +392,22 @@ class RunConfig:
         are brought to this one by ``scripts/migrate_results.py``."""
         fields = dataclasses.asdict(self)
         del fields["seed"]
+        for name, value in UNHASHED_VALUES.items():
+            if fields[name] == value:
+                del fields[name]
         return f"v{KEY_VERSION}-{fields_hash(fields)}"
 
 
 # Named protocols: the fields whose values differ from RunConfig's defaults. "default" is this library's recipe (15
 # pretraining epochs, 5 of tuning with the pairs, 10 epochs with restarts every 5, the cosine, answers spread to
-# nearest neighbours, bf16 where the CPU multiplies it in hardware); "paper" the paper's Fashion-MNIST protocol
-# (float32, its GMM start, 10 pretraining epochs, no tuning, 500 epochs, the staircase decay, the answers alone);
-# "variant" goes beyond the paper: the log-likelihood pair term, each image's HOG features scaled to their training
-# maxima instead of its pixels (grey images of about 28 x 28 pixels) and 20 epochs, in float32.
+# nearest neighbours, bf16 where the CPU multiplies it in hardware, the fused Adam throughout); "paper" the paper's
+# Fashion-MNIST protocol (float32, Keras' Adam before the training, its GMM start, 10 pretraining epochs, no tuning,
+# 500 epochs, the staircase decay, the answers alone); "variant" goes beyond the paper: the log-likelihood pair term,
+# each image's HOG features scaled to their training maxima instead of its pixels (grey images of about 28 x 28
+# pixels) and 20 epochs, in float32 with Keras' Adam before the training.
 PAPER_PROTOCOL = {
     "mixed_precision": "off",
+    "fused_adam": False,
     "cluster_init": "gmm",
     "pretrain_epochs": 10,
     "pair_tuning_epochs": 0,
@@ -401,7 +415,13 @@ PAPER_PROTOCOL = {
     "lr_schedule": "staircase",
     "spread_neighbours": 0,
 }
-VARIANT = {"mixed_precision": "off", "pair_loss": "likelihood", "input_features": "hog_scaled", "epochs": 20}
+VARIANT = {
+    "mixed_precision": "off",
+    "fused_adam": False,
+    "pair_loss": "likelihood",
+    "input_features": "hog_scaled",
+    "epochs": 20,
+}
 PROTOCOLS = {"default": {}, "paper": PAPER_PROTOCOL, "variant": VARIANT}
 
 

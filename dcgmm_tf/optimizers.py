@@ -43,3 +43,8 @@ class FusedAdam(ScaleWhenClipping, keras.optimizers.Adam):
             epsilon=tf.cast(self.epsilon, dtype),
             grad=tf.cast(gradient, dtype),
         )
+
+
+def adam(learning_rate: float, fused: bool) -> keras.optimizers.Adam:
+    """Adam at ``learning_rate``: :class:`FusedAdam` when ``fused``, else Keras' own."""
+    return FusedAdam(learning_rate) if fused else keras.optimizers.Adam(learning_rate)

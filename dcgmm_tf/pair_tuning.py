@@ -20,6 +20,7 @@ import tensorflow as tf
 from dcgmm_tf import losses
 from dcgmm_tf.constraints import ConstraintSet
 from dcgmm_tf.model import DCGMM
+from dcgmm_tf.optimizers import adam
 from dcgmm_tf.pretraining import apply_on_path
 
 SCALE_PAIRS = 20_000  # random pairs whose median embedding distance is the unit of the pair term
@@ -35,6 +36,7 @@ def tune_with_pairs(
     seed: int,
     batch_size: int = 256,
     learning_rate: float = 1e-4,
+    fused_adam: bool = False,
 ) -> None:
     """Trains ``model``'s encoder mean and decoder on reconstruction plus ``weight`` x the pairs' embedding term.
 
@@ -51,6 +53,7 @@ def tune_with_pairs(
       seed: Seed of the shuffling and of the scale's random pairs.
       batch_size: Data samples per step.
       learning_rate: Adam's step size.
+      fused_adam: Adam as :class:`dcgmm_tf.optimizers.FusedAdam` (off: Keras' Adam).
 
     Raises:
       ValueError: On negative epochs, a weight that is not positive, or no pairs.
@@ -71,7 +74,7 @@ def tune_with_pairs(
     w = np.asarray(constraints.weight, np.float32)
     must = (w > 0).astype(np.float32)
     strength = np.abs(w) / np.abs(w).max()  # float32, as w
-    optimizer = keras.optimizers.Adam(learning_rate)
+    optimizer = adam(learning_rate, fused_adam)
     if keras.mixed_precision.global_policy().name == "mixed_float16":  # as Keras' compile does for the pretraining
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     variables = model.encoder.trainable_variables + model.decoder.trainable_variables

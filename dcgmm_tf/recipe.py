@@ -250,8 +250,10 @@ def pretrained_model(
     name: str,
     cache_dir: Path | None,
     verbose: int | str = 0,
+    fused_adam: bool = False,
 ) -> DCGMM:
-    """The model ``build(seed)`` after its (cached) autoencoder pretraining on ``x`` (checked already).
+    """The model ``build(seed)`` after its (cached) autoencoder pretraining on ``x`` (checked already), with
+    :class:`dcgmm_tf.optimizers.FusedAdam` when ``fused_adam`` (else Keras' Adam).
 
     The cache file in ``cache_dir`` (None: no cache) holds the autoencoder alone, so models of any K share it; it
     is named by ``name``, the seed and a hash of what the autoencoder's weights depend on. The model is made and
@@ -259,7 +261,9 @@ def pretrained_model(
     """
     with process_seeds(seed):  # Keras' default initializers and tf.data's shuffle draw from the process's seeds
         model = build(seed)
-        cache = None if cache_dir is None else cache_dir / cache_name(model, x, seed, epochs, batch_size, name)
+        cache = (
+            None if cache_dir is None else cache_dir / cache_name(model, x, seed, epochs, batch_size, name, fused_adam)
+        )
         cached = pretrain_checked(
             model,
             x,
@@ -268,17 +272,22 @@ def pretrained_model(
             seed=seed,
             cache_path=cache,
             verbose=verbose,
+            fused_adam=fused_adam,
         )
     logging.info("pretrained weights %s", cache_note(cached, cache))
     return model
 
 
-def cache_name(model: DCGMM, x: np.ndarray, seed: int, epochs: int, batch_size: int, name: str) -> str:
+def cache_name(
+    model: DCGMM, x: np.ndarray, seed: int, epochs: int, batch_size: int, name: str, fused_adam: bool = False
+) -> str:
     """The file name of :func:`pretrained_model`'s cache for ``model``."""
     # What the pretrained weights depend on; not K: the networks are built (initialised) before the mixture.
     model_config = model.get_config()
     settings = {k: model_config[k] for k in ("encoder", "decoder", "seed")}
     settings.update(pretrain_epochs=epochs, pretrain_batch_size=batch_size, data=array_hash(x))
+    if fused_adam:  # named only when on, so that the caches of Keras' Adam keep their names
+        settings.update(fused_adam=True)
     return f"pretrain-{name}-seed{seed}-{settings_hash(settings)}.weights.h5"
 
 
@@ -373,6 +382,7 @@ def with_chosen_clusters(
         name=run.data.name,
         cache_dir=cache_folder(runtime),
         verbose=runtime.verbose,
+        fused_adam=config.fused_adam,
     )
 
     def train_probe(num_clusters: int, pairs: ConstraintSet) -> DCGMM:
@@ -399,13 +409,21 @@ def with_chosen_clusters(
 
 
 def tune(
-    model: DCGMM, x: np.ndarray, pairs: ConstraintSet, *, epochs: int, weight: float, seed: int, batch_size: int = 256
+    model: DCGMM,
+    x: np.ndarray,
+    pairs: ConstraintSet,
+    *,
+    epochs: int,
+    weight: float,
+    seed: int,
+    batch_size: int = 256,
+    fused_adam: bool = False,
 ) -> None:
     """Tunes the pretrained ``model``'s autoencoder with ``pairs`` for ``epochs`` epochs: reconstruction plus
     ``weight`` times a contrastive pair term on the embedding (not the paper's, see :mod:`dcgmm_tf.pair_tuning`);
-    nothing without epochs or pairs."""
+    nothing without epochs or pairs. ``fused_adam``: :class:`dcgmm_tf.optimizers.FusedAdam` (else Keras' Adam)."""
     if epochs and len(pairs):
-        tune_with_pairs(model, x, pairs, epochs, weight, seed, batch_size)
+        tune_with_pairs(model, x, pairs, epochs, weight, seed, batch_size, fused_adam=fused_adam)
 
 
 def started_model(
@@ -431,6 +449,7 @@ def started_model(
                 name=run.data.name,
                 cache_dir=cache_folder(runtime),
                 verbose=runtime.verbose,
+                fused_adam=config.fused_adam,
             )
     else:
         model = with_autoencoder(build, pretrain_seed, pretrained)
@@ -442,6 +461,7 @@ def started_model(
             epochs=config.pair_tuning_epochs,
             weight=config.pair_tuning_weight,
             seed=seed,
+            fused_adam=config.fused_adam,
         )
     with phase(f"the start ({config.cluster_init})"):
         start_mixture(

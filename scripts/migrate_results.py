@@ -45,6 +45,7 @@ V1_OMITTED = {
     "choice_splits": 1,
     "choice_rule": "one_se",
     "probe_epochs": 0,
+    "fused_adam": False,
 }
 # ... or where it did not act on the run ...
 V1_APPLIES = {
@@ -54,9 +55,10 @@ V1_APPLIES = {
 # ... and hashed num_clusters under its earlier numbering.
 V1_VALUES = {"num_clusters": {-1: 0, 0: "choose"}}
 
-# The recipes older rows were made with (docs/findings.md), beside the named protocols; all of them in float32.
+# The recipes older rows were made with (docs/findings.md), beside the named protocols; all of them in float32, with
+# Keras' Adam before the training.
 BASES = {
-    name: {"mixed_precision": "off", **base}
+    name: {"mixed_precision": "off", "fused_adam": False, **base}
     for name, base in {
         **PROTOCOLS,
         "older": {

@@ -4,7 +4,11 @@ import keras
 import numpy as np
 import pytest
 
-from dcgmm_tf.optimizers import FusedAdam
+from dcgmm_tf import ConstraintSet
+from dcgmm_tf.optimizers import FusedAdam, adam
+from dcgmm_tf.pair_tuning import tune_with_pairs
+from dcgmm_tf.pretraining import pretrain_autoencoder
+from tests.helpers import small_model, toy_data
 
 
 def run(optimizer, steps=6):
@@ -34,3 +38,24 @@ def test_fused_adam_serialises_and_rejects_amsgrad():
     assert isinstance(restored, FusedAdam) and restored.beta_1 == 0.8
     with pytest.raises(ValueError, match="amsgrad"):
         FusedAdam(amsgrad=True)
+
+
+def test_adam_is_fused_when_asked():
+    assert type(adam(0.01, True)) is FusedAdam and type(adam(0.01, False)) is keras.optimizers.Adam
+
+
+def test_pretraining_and_tuning_with_the_fused_adam_match_keras_adam():
+    """The pretraining and the tuning with the pairs give Keras' Adam's weights to rounding with FusedAdam."""
+    x, y = toy_data(256)
+    constraints = ConstraintSet.from_labels(y, 60, seed=0)
+    weights = {}
+    for fused in (False, True):
+        model = small_model()
+        start = model.get_weights()
+        pretrain_autoencoder(model, x, epochs=2, batch_size=64, seed=0, verbose=0, fused_adam=fused)
+        tune_with_pairs(model, x, constraints, epochs=2, weight=10.0, seed=0, batch_size=64, fused_adam=fused)
+        weights[fused] = model.get_weights()
+    moved = max(float(np.abs(w - s).max()) for w, s in zip(weights[False], start))
+    assert moved > 0.005  # about 16 steps of 1e-3 and 1e-4
+    for keras_adam, fused_adam in zip(weights[False], weights[True]):
+        np.testing.assert_allclose(fused_adam, keras_adam, rtol=1e-4, atol=1e-5)

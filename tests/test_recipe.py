@@ -324,6 +324,29 @@ def test_pair_tuning_runs_before_the_start_and_not_for_vade(toy, caplog):
     assert tuned.key() != dataclasses.replace(tuned, pair_tuning_epochs=0).key()
 
 
+def test_the_config_chooses_adam_for_the_pretraining_and_the_tuning(toy, monkeypatch, tmp_path):
+    """fused_adam (on by default) reaches the pretraining and the tuning, and names the pretraining's cache."""
+    from dcgmm_tf import optimizers, pair_tuning, pretraining
+
+    config, runtime = toy
+    data = load_dataset(config.dataset)
+    made = []
+
+    def spy(learning_rate, fused):
+        made.append(fused)
+        return optimizers.adam(learning_rate, fused)
+
+    monkeypatch.setattr(pretraining, "adam", spy)
+    monkeypatch.setattr(pair_tuning, "adam", spy)
+    runtime = dataclasses.replace(runtime, cache=True, cache_dir=str(tmp_path / "cache"))
+    tuned = dataclasses.replace(config, pretrain_epochs=1, pair_tuning_epochs=1)
+    assert tuned.fused_adam
+    for fused in (True, False):
+        recipe.started_model(dataclasses.replace(tuned, fused_adam=fused), recipe.prepare_run(tuned, data), runtime)
+    assert made == [True, True, False, False]
+    assert len(list((tmp_path / "cache").glob("*.weights.h5"))) == 2  # one cache per optimizer
+
+
 def test_fit_loss_adds_the_pairs_term_over_all_pairs():
     from dcgmm_tf import DCGMM, MLPDecoder, MLPEncoder
 
