@@ -466,9 +466,9 @@ def test_n_clusters_auto_chooses_on_folds_tuned_with_their_answers(monkeypatch):
     tuned = []
     tune_with_pairs = recipe.tune_with_pairs
 
-    def counting(model, x, pairs, epochs, *args):
+    def counting(model, x, pairs, epochs, *args, **kwargs):
         tuned.append((len(pairs), epochs))
-        return tune_with_pairs(model, x, pairs, epochs, *args)
+        return tune_with_pairs(model, x, pairs, epochs, *args, **kwargs)
 
     monkeypatch.setattr(recipe, "tune_with_pairs", counting)
     chosen = []  # the estimator chooses K by the runner's function
