@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pandas as pd  # noqa: E402
 
-from dcgmm_tf.config import PROTOCOLS, RunConfig, fields_hash  # noqa: E402
+from dcgmm_tf.config import PROTOCOLS, UNHASHED_VALUES, RunConfig, fields_hash  # noqa: E402
 from dcgmm_tf.storage import write_atomically  # noqa: E402
 from experiments.results import with_new_names  # noqa: E402
 
@@ -45,7 +45,7 @@ V1_OMITTED = {
     "choice_splits": 1,
     "choice_rule": "one_se",
     "probe_epochs": 0,
-    "fused_adam": False,
+    **UNHASHED_VALUES,  # fields that version 2 itself hashes only off their old behaviour's value
 }
 # ... or where it did not act on the run ...
 V1_APPLIES = {
