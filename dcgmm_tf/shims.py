@@ -9,9 +9,14 @@ Written for Keras 3.15 and scikit-learn 1.9. Neither library offers a public hoo
   all steps whose norm is under the limit, a pass over the gradients for nothing (``_clip_gradients``).
 - :class:`EqualWeightGaussianMixture`: scikit-learn's EM always updates the mixture weights; holding them at 1/K
   needs its EM steps (``_initialize``, ``_m_step``).
+- :class:`InPlaceDiagonalGaussianMixture`: scikit-learn's E step of a diagonal mixture allocates a new [N, K'] array
+  for each of its operations, which on the starts' 60,000 x 100 responsibilities is most of its time
+  (``_estimate_log_prob``, ``_estimate_log_prob_resp``).
 """
 
 from __future__ import annotations
+
+import math
 
 import keras
 import numpy as np
@@ -25,6 +30,8 @@ PRIVATE_METHODS = {
     (keras.optimizers.Optimizer, "_clip_gradients"): ("grads",),
     (GaussianMixture, "_initialize"): ("X", "resp", "xp"),
     (GaussianMixture, "_m_step"): ("X", "log_resp", "xp"),
+    (GaussianMixture, "_estimate_log_prob"): ("X", "xp"),
+    (GaussianMixture, "_estimate_log_prob_resp"): ("X", "xp"),
 }
 
 
@@ -81,3 +88,56 @@ class EqualWeightGaussianMixture(GaussianMixture):
     def _m_step(self, *args, **kwargs):
         super()._m_step(*args, **kwargs)
         self.weights_ = np.full(self.n_components, 1.0 / self.n_components)
+
+
+def log_sum_exp_rows(a: np.ndarray) -> np.ndarray:
+    """Log sum exp of each row of a float array [N, K] (finite or -inf values): the operations of scikit-learn's
+    ``sklearn.utils._array_api._logsumexp(a, axis=1)`` in its order, bit for bit (tested), with one [N, K]
+    temporary instead of its copies and its masked assignment. The largest term of a row (with its ties) is taken
+    out of the sum and added back through log1p."""
+    a_max = a.max(axis=1, keepdims=True)
+    is_max = a == a_max
+    count = is_max.sum(axis=1, keepdims=True, dtype=a.dtype)
+    shift = np.where(np.isfinite(a_max), a_max, 0)
+    rest = np.where(is_max, -np.inf, a)
+    np.subtract(rest, shift, out=rest)
+    np.exp(rest, out=rest)
+    total = rest.sum(axis=1, keepdims=True, dtype=rest.dtype)
+    total = np.where(total == 0, total, total / count)
+    return (np.log1p(total) + np.log(count) + a_max)[:, 0]
+
+
+class InPlaceDiagonalGaussianMixture(GaussianMixture):
+    """scikit-learn's ``GaussianMixture(covariance_type="diag")`` whose E step on float64 data runs scikit-learn's
+    operations in their order on one [N, K] array, in place: the same fit, responsibilities and predictions to the
+    bit (tested against ``GaussianMixture``) in about half the time of an EM step. Other data (float32) and other
+    covariance types take scikit-learn's own code.
+    """
+
+    def _in_place(self, X) -> bool:
+        return self.covariance_type == "diag" and isinstance(X, np.ndarray) and X.dtype == np.float64
+
+    def _estimate_log_prob(self, X, xp=None):
+        if not self._in_place(X):
+            return super()._estimate_log_prob(X, xp=xp)
+        # scikit-learn's diagonal log N(x | mu_k, sigma_k^2): -0.5 (F log 2 pi + sum_k mu^2 p - 2 x (mu p) + x^2 p)
+        # + sum log sqrt(p), with p the precisions; a - 2 b is computed as a + (-2 b), which is the same number.
+        precisions = self.precisions_cholesky_**2
+        log_prob = X @ (self.means_ * precisions).T
+        log_prob *= -2.0
+        np.add(np.sum(self.means_**2 * precisions, axis=1), log_prob, out=log_prob)
+        log_prob += X**2 @ precisions.T
+        log_prob += X.shape[1] * math.log(2 * math.pi)
+        log_prob *= -0.5
+        log_prob += np.sum(np.log(self.precisions_cholesky_), axis=1)
+        return log_prob
+
+    def _estimate_log_prob_resp(self, X, xp=None):
+        if not self._in_place(X):
+            return super()._estimate_log_prob_resp(X, xp=xp)
+        log_resp = self._estimate_log_prob(X)
+        log_resp += np.log(self.weights_)
+        log_prob_norm = log_sum_exp_rows(log_resp)
+        with np.errstate(under="ignore"):
+            log_resp -= log_prob_norm[:, None]
+        return log_prob_norm, log_resp

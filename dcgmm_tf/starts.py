@@ -32,6 +32,7 @@ from threadpoolctl import threadpool_limits
 from dcgmm_tf.config import LATENT_CLASS_STARTS, START_STRATEGIES
 from dcgmm_tf.constraints import ConstraintSet, flip_probability
 from dcgmm_tf.constraints.confidence import link_log_likelihood, link_log_probabilities
+from dcgmm_tf.shims import InPlaceDiagonalGaussianMixture
 from dcgmm_tf.validation import check_matrix
 
 
@@ -102,8 +103,9 @@ ONE_THREAD_ENTRIES = 1_000_000
 
 
 def _fit_gmm(z: np.ndarray, num_components: int, seed: int) -> GaussianMixture:
-    """A diagonal GMM fitted to ``z`` (to at most ``FIT_SAMPLES`` of its rows, see :func:`_fit_subset`)."""
-    return GaussianMixture(n_components=num_components, covariance_type="diag", random_state=seed).fit(
+    """A diagonal GMM fitted to ``z`` (to at most ``FIT_SAMPLES`` of its rows, see :func:`_fit_subset`): scikit-learn's,
+    with its E step in place (:class:`dcgmm_tf.shims.InPlaceDiagonalGaussianMixture`, the same fit to the bit)."""
+    return InPlaceDiagonalGaussianMixture(n_components=num_components, covariance_type="diag", random_state=seed).fit(
         _fit_subset(z, seed)
     )
 

@@ -6,8 +6,17 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from sklearn.mixture import GaussianMixture
+from sklearn.utils._array_api import _logsumexp
 
-from dcgmm_tf.shims import PRIVATE_METHODS, EqualWeightGaussianMixture, PrebuiltModel, ScaleWhenClipping
+from dcgmm_tf.shims import (
+    PRIVATE_METHODS,
+    EqualWeightGaussianMixture,
+    InPlaceDiagonalGaussianMixture,
+    PrebuiltModel,
+    ScaleWhenClipping,
+    log_sum_exp_rows,
+)
 
 
 @pytest.mark.parametrize("owner, name", list(PRIVATE_METHODS))
@@ -85,3 +94,32 @@ def test_equal_weights_stay_equal_through_em():
     gmm = EqualWeightGaussianMixture(2, covariance_type="diag", random_state=0).fit(z)
     np.testing.assert_array_equal(gmm.weights_, [0.5, 0.5])
     assert sorted(np.round(gmm.means_[:, 0]).astype(int).tolist()) == [0, 6]
+
+
+def test_the_row_log_sum_exp_is_scikit_learns_bit_for_bit():
+    rng = np.random.default_rng(0)
+    a = rng.normal(0.0, 30.0, (500, 40))
+    a[::7, 3] = a[::7, 5] = a[::7].max(axis=1) + 1.0  # tied largest terms
+    a[1::5, :10] = -np.inf
+    a[2] = -np.inf  # a row of -inf gives -inf
+    a[3] = 0.0  # all tied
+    expected = _logsumexp(a, axis=1)
+    assert np.isneginf(expected[2])
+    np.testing.assert_array_equal(log_sum_exp_rows(a), expected)
+    assert log_sum_exp_rows(a).tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_in_place_diagonal_mixture_is_scikit_learns_to_the_bit(dtype, seed):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(0.0, 3.0, (8, 5))
+    x = (centres[rng.integers(0, 8, 3000)] + rng.normal(0.0, rng.uniform(0.3, 2.0, 5), (3000, 5))).astype(dtype)
+    ours = InPlaceDiagonalGaussianMixture(30, covariance_type="diag", random_state=seed).fit(x)
+    stock = GaussianMixture(30, covariance_type="diag", random_state=seed).fit(x)
+    assert ours.n_iter_ == stock.n_iter_ > 2 and ours.lower_bound_ == stock.lower_bound_
+    for name in ("weights_", "means_", "covariances_", "precisions_cholesky_"):
+        assert getattr(ours, name).tobytes() == getattr(stock, name).tobytes(), name
+    assert ours.predict_proba(x).tobytes() == stock.predict_proba(x).tobytes()
+    assert ours.score_samples(x).tobytes() == stock.score_samples(x).tobytes()
+    np.testing.assert_array_equal(ours.predict(x), stock.predict(x))
