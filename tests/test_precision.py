@@ -112,3 +112,28 @@ def test_auto_precision_is_bf16_only_on_a_cpu_with_bf16_units(monkeypatch):
             assert keras.mixed_precision.global_policy().name == {"bf16": "mixed_bfloat16", "off": "float32"}[expected]
         assert keras.mixed_precision.global_policy().name == "float32"
     assert RunConfig().mixed_precision == "auto" and RunConfig.protocol("paper").mixed_precision == "off"
+
+
+@pytest.mark.parametrize("method", ["sdec", "cidec"])
+def test_the_dec_baselines_train_under_bf16(bf16, method):
+    """The encoder computes in bfloat16; the centres and the soft assignments stay float32."""
+    from dcgmm_tf.baselines import CIDEC, SDEC, StackedAutoencoder
+
+    rng = np.random.default_rng(0)
+    x = rng.random((96, 6)).astype(np.float32)
+    constraints = ConstraintSet.from_labels(rng.integers(0, 2, 96), 40, seed=0)
+    autoencoder = StackedAutoencoder(6, latent_dim=2, hidden_units=(8, 8, 8))
+    if method == "sdec":
+        model = SDEC(autoencoder.encoder, 2, pair_weight=0.1)
+    else:
+        model = CIDEC(autoencoder.encoder, autoencoder.decoder, 2)
+    assert autoencoder.encoder.compute_dtype == "bfloat16"
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    model.initialize_centers(x)
+    history = model.fit_clusters(x, constraints, epochs=2, batch_size=32, tol=0.0)
+    assert len(history) == 2
+    assert all(np.isfinite(h[name]) for h in history for name in model.loss_names if name in h)
+    assert history[0].keys() >= {"cluster_kl"} | ({"pairwise"} if method == "sdec" else {"must_link", "cannot_link"})
+    q = model.predict(x, verbose=0)
+    assert q.dtype == np.float32 and model.clustering.centers.dtype == "float32"
+    np.testing.assert_allclose(q.sum(-1), 1.0, rtol=1e-5)

@@ -53,6 +53,7 @@ def clustering_kl(p: tf.Tensor | np.ndarray, log_q: tf.Tensor) -> tf.Tensor:
 
 def pairwise_distance_loss(z_i: tf.Tensor, z_j: tf.Tensor, sign: tf.Tensor | np.ndarray) -> tf.Tensor:
     """SDEC's ``sum_pairs sign * ||z_i - z_j||^2 / n_pairs`` (``sign`` +1 for must-links, -1 for cannot-links)."""
+    z_i, z_j = ops.cast(z_i, "float32"), ops.cast(z_j, "float32")  # float32 also under mixed precision
     sign = ops.convert_to_tensor(sign, dtype=z_i.dtype)
     return ops.mean(sign * ops.sum(ops.square(z_i - z_j), axis=-1))
 
@@ -89,13 +90,14 @@ class ClusteringLayer(keras.layers.Layer):
         self.num_clusters, self.alpha = int(num_clusters), float(alpha)
 
     def build(self, input_shape):
+        # autocast=False: under mixed precision the centres and the assignments stay float32, as DC-GMM's mixture.
         self.centers = self.add_weight(
-            shape=(self.num_clusters, input_shape[-1]), initializer="glorot_uniform", name="centers"
+            shape=(self.num_clusters, input_shape[-1]), initializer="glorot_uniform", name="centers", autocast=False
         )
 
     def log_assignments(self, z):
-        """``log q`` of shape ``[B, K]``."""
-        return student_t_log_assignments(z, self.centers, self.alpha)
+        """``log q`` of shape ``[B, K]``, in float32 (also for the bf16 or fp16 embeddings of mixed precision)."""
+        return student_t_log_assignments(ops.cast(z, "float32"), self.centers, self.alpha)
 
     def call(self, z):
         return ops.exp(self.log_assignments(z))
@@ -308,7 +310,8 @@ class CIDEC(DECModel):
         with tf.GradientTape() as tape:
             if "p" in data:  # IDEC batch
                 z = self.encoder(data["x"], training=True)
-                reconstruction = ops.mean(ops.square(self.decoder(z, training=True) - data["x"]))
+                decoded = ops.cast(self.decoder(z, training=True), "float32")  # also under mixed precision
+                reconstruction = ops.mean(ops.square(decoded - data["x"]))
                 kl = clustering_kl(data["p"], self.clustering.log_assignments(z))
                 loss = reconstruction + self.gamma * kl
                 values = {"reconstruction": reconstruction, "cluster_kl": kl}
