@@ -30,7 +30,7 @@ LINK_START_STRATEGIES = ("merge", "latent_class")  # the starts that use the pai
 KEY_VERSION = 2  # the version of RunConfig.key(), written in every key
 # Fields added within a key version, left out of the key at the value that acts as the code before them did, so
 # that the rows written before keep their keys.
-UNHASHED_VALUES = {"fused_adam": False, "one_pass_tuning": False}
+UNHASHED_VALUES = {"fused_adam": False}
 LATENT_CLASS_STARTS = 3  # random starts of the latent class EM (3 and 10 compared: docs/findings.md)
 MIXTURE_WEIGHTS = ("equal", "fitted")  # the choice of K's GMM weights: 1/K (the default) or EM's
 CHOICE_RULES = ("one_se", "best")  # with both link types: the smallest K that ties the best, or the best
@@ -238,11 +238,6 @@ class RunConfig:
         "With pair_tuning_epochs: the weight of the pair term against the mean reconstruction loss.",
         rule=(lambda v: 0 < v < math.inf, "a finite number > 0"),
     )
-    one_pass_tuning: bool = setting(
-        True,
-        "With pair_tuning_epochs: encode each step's data batch and the two ends of its pairs in one call of the "
-        "encoder (the same loss, rounded otherwise, in less time); off: one call each.",
-    )
     cluster_init: str = setting(
         "latent_class",
         "Initial mixture (dcgmm, vade): gmm (the paper's protocol: a diagonal GMM on the pretrained "
@@ -413,7 +408,6 @@ class RunConfig:
 PAPER_PROTOCOL = {
     "mixed_precision": "off",
     "fused_adam": False,
-    "one_pass_tuning": False,
     "cluster_init": "gmm",
     "pretrain_epochs": 10,
     "pair_tuning_epochs": 0,
@@ -424,7 +418,6 @@ PAPER_PROTOCOL = {
 VARIANT = {
     "mixed_precision": "off",
     "fused_adam": False,
-    "one_pass_tuning": False,
     "pair_loss": "likelihood",
     "input_features": "hog_scaled",
     "epochs": 20,

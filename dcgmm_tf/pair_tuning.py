@@ -37,7 +37,6 @@ def tune_with_pairs(
     batch_size: int = 256,
     learning_rate: float = 1e-4,
     fused_adam: bool = False,
-    one_pass: bool = False,
 ) -> None:
     """Trains ``model``'s encoder mean and decoder on reconstruction plus ``weight`` x the pairs' embedding term.
 
@@ -55,8 +54,6 @@ def tune_with_pairs(
       batch_size: Data samples per step.
       learning_rate: Adam's step size.
       fused_adam: Adam as :class:`dcgmm_tf.optimizers.FusedAdam` (off: Keras' Adam).
-      one_pass: Encode each step's data batch and the two ends of its pairs in one call of the encoder (the same
-        loss and gradients, rounded otherwise, in less time: one set of larger matmuls); off: one call each.
 
     Raises:
       ValueError: On negative epochs, a weight that is not positive, or no pairs.
@@ -85,15 +82,10 @@ def tune_with_pairs(
     @tf.function
     def step(x_batch, x_i, x_j, must_batch, strength_batch):
         with tf.GradientTape() as tape:
-            if one_pass:
-                z = model.encoder(tf.concat([x_batch, x_i, x_j], 0), training=True)[0]
-                z_batch, z_i, z_j = tf.split(z, [tf.shape(x_batch)[0], tf.shape(x_i)[0], tf.shape(x_j)[0]])
-            else:
-                z_batch = model.encoder(x_batch, training=True)[0]
-                z_i = model.encoder(x_i, training=True)[0]
-                z_j = model.encoder(x_j, training=True)[0]
-            params = model.decoder(z_batch, training=True)
+            params = model.decoder(model.encoder(x_batch, training=True)[0], training=True)
             reconstruction = tf.reduce_mean(losses.reconstruction_nll(x_batch, params, model.likelihood))
+            z_i = model.encoder(x_i, training=True)[0]
+            z_j = model.encoder(x_j, training=True)[0]
             pair = losses.embedding_pair_term(z_i, z_j, must_batch, strength_batch, scale)
             loss = reconstruction + weight * pair
             scaled = optimizer.scale_loss(loss)  # the loss itself unless fp16's loss scaling

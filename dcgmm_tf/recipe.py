@@ -418,14 +418,12 @@ def tune(
     seed: int,
     batch_size: int = 256,
     fused_adam: bool = False,
-    one_pass: bool = False,
 ) -> None:
     """Tunes the pretrained ``model``'s autoencoder with ``pairs`` for ``epochs`` epochs: reconstruction plus
     ``weight`` times a contrastive pair term on the embedding (not the paper's, see :mod:`dcgmm_tf.pair_tuning`);
-    nothing without epochs or pairs. ``fused_adam``: :class:`dcgmm_tf.optimizers.FusedAdam` (else Keras' Adam);
-    ``one_pass``: one encoder call per step for the data batch and its pairs' ends (else one each)."""
+    nothing without epochs or pairs. ``fused_adam``: :class:`dcgmm_tf.optimizers.FusedAdam` (else Keras' Adam)."""
     if epochs and len(pairs):
-        tune_with_pairs(model, x, pairs, epochs, weight, seed, batch_size, fused_adam=fused_adam, one_pass=one_pass)
+        tune_with_pairs(model, x, pairs, epochs, weight, seed, batch_size, fused_adam=fused_adam)
 
 
 def started_model(
@@ -464,7 +462,6 @@ def started_model(
             weight=config.pair_tuning_weight,
             seed=seed,
             fused_adam=config.fused_adam,
-            one_pass=config.one_pass_tuning,
         )
     with phase(f"the start ({config.cluster_init})"):
         start_mixture(

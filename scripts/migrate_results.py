@@ -56,9 +56,9 @@ V1_APPLIES = {
 V1_VALUES = {"num_clusters": {-1: 0, 0: "choose"}}
 
 # The recipes older rows were made with (docs/findings.md), beside the named protocols; all of them in float32, with
-# Keras' Adam before the training and three encoder calls per tuning step.
+# Keras' Adam before the training.
 BASES = {
-    name: {"mixed_precision": "off", **UNHASHED_VALUES, **base}
+    name: {"mixed_precision": "off", "fused_adam": False, **base}
     for name, base in {
         **PROTOCOLS,
         "older": {

@@ -35,9 +35,7 @@ def test_old_keys_are_found_and_versioned_and_a_second_run_changes_nothing(tmp_p
     assert (folder / "results.csv").read_text() == HEADER + ROWS
 
     out = _migrate(tmp_path / "results")
-    default = RunConfig(
-        pretrain_epochs=15, mixed_precision="off", fused_adam=False, one_pass_tuning=False
-    ).key()  # the default then
+    default = RunConfig(pretrain_epochs=15, mixed_precision="off", fused_adam=False).key()  # the default then
     older = RunConfig(**OLDER_RECIPE).key()
     assert f"5e3a3ee7f6c4 -> {default}" in out and f"d4205854d9e9 -> {older}" in out
     assert "f59056e52c66 -> v1-f59056e52c66  (no config of this version gives it)" in out

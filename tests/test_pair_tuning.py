@@ -56,27 +56,3 @@ def test_tuning_refuses_bad_settings_and_does_nothing_for_zero_epochs():
         tune_with_pairs(model, x, constraints, epochs=1, weight=0.0, seed=0)
     with pytest.raises(ValueError, match="at least one pair"):
         tune_with_pairs(model, x, ConstraintSet.empty(64), epochs=1, weight=1.0, seed=0)
-
-
-def test_one_encoder_pass_per_step_gives_the_three_calls_weights_to_rounding():
-    """The data batch and its pairs' ends encoded in one call: the same loss and gradients, rounded otherwise."""
-    x, y = toy_data(256)
-    constraints = ConstraintSet.from_labels(y, 60, seed=0)
-    weights, traced_calls = {}, {}
-    for one_pass in (False, True):
-        model = small_model()
-        pretrain_autoencoder(model, x, epochs=1, batch_size=64, seed=0, verbose=0)
-        start = model.get_weights()
-        encode, calls = model.encoder.call, []
-
-        def counting(inputs, *args, encode=encode, calls=calls, **kwargs):
-            calls.append(inputs.shape[0])
-            return encode(inputs, *args, **kwargs)
-
-        model.encoder.call = counting  # called when the tuning's steps are traced, and by its embedding of all of x
-        tune_with_pairs(model, x, constraints, epochs=3, weight=10.0, seed=0, batch_size=64, one_pass=one_pass)
-        weights[one_pass], traced_calls[one_pass] = model.get_weights(), sum(n != len(x) for n in calls)
-    assert traced_calls[False] == 3 * traced_calls[True] > 0
-    assert max(float(np.abs(w - s).max()) for w, s in zip(weights[True], start)) > 5e-4  # 12 steps of 1e-4
-    for three_calls, one_call in zip(weights[False], weights[True]):
-        np.testing.assert_allclose(one_call, three_calls, rtol=1e-4, atol=1e-6)

@@ -347,25 +347,6 @@ def test_the_config_chooses_adam_for_the_pretraining_and_the_tuning(toy, monkeyp
     assert len(list((tmp_path / "cache").glob("*.weights.h5"))) == 2  # one cache per optimizer
 
 
-def test_the_config_chooses_one_encoder_pass_for_the_tuning(toy, monkeypatch):
-    """one_pass_tuning (on by default) reaches the tuning with the pairs."""
-    config, runtime = toy
-    data = load_dataset(config.dataset)
-    passes = []
-
-    def spy(*args, one_pass=False, **kwargs):
-        passes.append(one_pass)
-
-    monkeypatch.setattr(recipe, "tune_with_pairs", spy)
-    tuned = dataclasses.replace(config, pretrain_epochs=1, pair_tuning_epochs=1)
-    assert tuned.one_pass_tuning
-    for one_pass in (True, False):
-        recipe.started_model(
-            dataclasses.replace(tuned, one_pass_tuning=one_pass), recipe.prepare_run(tuned, data), runtime
-        )
-    assert passes == [True, False]
-
-
 def test_fit_loss_adds_the_pairs_term_over_all_pairs():
     from dcgmm_tf import DCGMM, MLPDecoder, MLPEncoder
 
