@@ -120,8 +120,8 @@ class InPlaceDiagonalGaussianMixture(GaussianMixture):
     def _estimate_log_prob(self, X, xp=None):
         if not self._in_place(X):
             return super()._estimate_log_prob(X, xp=xp)
-        # scikit-learn's diagonal log N(x | mu_k, sigma_k^2): -0.5 (F log 2 pi + sum_k mu^2 p - 2 x (mu p) + x^2 p)
-        # + sum log sqrt(p), with p the precisions; a - 2 b is computed as a + (-2 b), which is the same number.
+        # scikit-learn's log N(x | mu_k, diag(1 / p_k)) = -0.5 (F log 2 pi + sum_f mu^2 p - 2 x . (mu p) + x^2 . p)
+        # + sum_f log sqrt(p), with p_k the precisions; its a - 2 b is computed as a + (-2 b), the same number.
         precisions = self.precisions_cholesky_**2
         log_prob = X @ (self.means_ * precisions).T
         log_prob *= -2.0
