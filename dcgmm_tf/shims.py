@@ -24,6 +24,8 @@ import tensorflow as tf
 from keras import ops
 from sklearn.mixture import GaussianMixture
 
+from dcgmm_tf.log_space import log_sum_exp
+
 # The private methods used here and their arguments (self left out), as the test checks them.
 PRIVATE_METHODS = {
     (keras.Model, "_maybe_symbolic_build"): ("iterator", "data_batch"),
@@ -90,23 +92,6 @@ class EqualWeightGaussianMixture(GaussianMixture):
         self.weights_ = np.full(self.n_components, 1.0 / self.n_components)
 
 
-def log_sum_exp_rows(a: np.ndarray) -> np.ndarray:
-    """Log sum exp of each row of a float array [N, K] (finite or -inf values): the operations of scikit-learn's
-    ``sklearn.utils._array_api._logsumexp(a, axis=1)`` in its order, bit for bit (tested), with one [N, K]
-    temporary instead of its copies and its masked assignment. The largest term of a row (with its ties) is taken
-    out of the sum and added back through log1p."""
-    a_max = a.max(axis=1, keepdims=True)
-    is_max = a == a_max
-    count = is_max.sum(axis=1, keepdims=True, dtype=a.dtype)
-    shift = np.where(np.isfinite(a_max), a_max, 0)
-    rest = np.where(is_max, -np.inf, a)
-    np.subtract(rest, shift, out=rest)
-    np.exp(rest, out=rest)
-    total = rest.sum(axis=1, keepdims=True, dtype=rest.dtype)
-    total = np.where(total == 0, total, total / count)
-    return (np.log1p(total) + np.log(count) + a_max)[:, 0]
-
-
 class InPlaceDiagonalGaussianMixture(GaussianMixture):
     """scikit-learn's ``GaussianMixture(covariance_type="diag")`` whose E step on float64 data runs scikit-learn's
     operations in their order on one [N, K] array, in place: the same fit, responsibilities and predictions to the
@@ -137,7 +122,7 @@ class InPlaceDiagonalGaussianMixture(GaussianMixture):
             return super()._estimate_log_prob_resp(X, xp=xp)
         log_resp = self._estimate_log_prob(X)
         log_resp += np.log(self.weights_)
-        log_prob_norm = log_sum_exp_rows(log_resp)
+        log_prob_norm = log_sum_exp(log_resp, axis=1)[:, 0]
         with np.errstate(under="ignore"):
             log_resp -= log_prob_norm[:, None]
         return log_prob_norm, log_resp

@@ -32,6 +32,7 @@ from threadpoolctl import threadpool_limits
 from dcgmm_tf.config import LATENT_CLASS_STARTS, START_STRATEGIES
 from dcgmm_tf.constraints import ConstraintSet, flip_probability
 from dcgmm_tf.constraints.confidence import link_log_likelihood, link_log_probabilities
+from dcgmm_tf.log_space import log_sum_exp
 from dcgmm_tf.shims import InPlaceDiagonalGaussianMixture
 from dcgmm_tf.validation import check_matrix
 
@@ -338,27 +339,6 @@ def merge_start(
     assignments = labels[components]
     means, variances = moment_match(z, assignments, num_clusters, min_variance)
     return ClusterStart(means, variances, assignments)
-
-
-def log_sum_exp(a: np.ndarray, axis: int) -> np.ndarray:
-    """Log sum exp of a real array along ``axis``, kept as a length-1 axis: ``scipy.special.logsumexp(a, axis=axis,
-    keepdims=True)`` value for value, bit for bit (tested), at a fraction of its cost on the small arrays of the
-    latent class EM, where scipy's array-API dispatch took half the time. As in scipy, the largest term (with its
-    ties) is taken out of the sum and added back through log1p, and a slice of -inf gives -inf.
-
-    Args:
-      a: Real values (finite or -inf).
-      axis: The axis to reduce.
-
-    Returns:
-      The log sum exp, with ``axis`` kept as length 1.
-    """
-    a_max = a.max(axis=axis, keepdims=True)
-    is_max = a == a_max
-    count = is_max.sum(axis=axis, keepdims=True, dtype=a.dtype)
-    with np.errstate(invalid="ignore"):  # -inf - -inf in a slice of -inf, masked out just below
-        rest = np.exp(np.where(is_max, -np.inf, a - a_max)).sum(axis=axis, keepdims=True)
-    return np.log1p(rest / count) + np.log(count) + a_max
 
 
 def _log_others(log_theta: np.ndarray) -> np.ndarray:

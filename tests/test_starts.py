@@ -292,31 +292,6 @@ def test_large_data_fits_the_over_clustering_on_a_subset_and_assigns_in_chunks(m
     assert len(subset.assignments) == 300 and metrics.cluster_accuracy(y, subset.assignments) == 1.0
 
 
-def test_log_sum_exp_is_scipys_logsumexp_bit_for_bit():
-    from scipy.special import logsumexp
-
-    from dcgmm_tf.starts import log_sum_exp
-
-    rng = np.random.default_rng(0)
-    log_theta = np.log(rng.dirichlet(np.ones(7), 50))
-    masked = np.where(np.eye(7, dtype=bool), -np.inf, log_theta[:, None, :])  # as in the EM: -inf on a diagonal
-    tied = np.repeat(rng.normal(size=(40, 1)), 4, axis=1)  # every row one value four times
-    cases = [
-        (rng.normal(scale=30, size=(6000, 10)), 1),
-        (log_theta, 1),
-        (log_theta, 0),
-        (masked, 2),
-        (tied, 1),
-        (np.full((3, 1, 1), -np.inf), 2),  # K = 1: nothing but the excluded class
-    ]
-    for a, axis in cases:
-        expected = logsumexp(a, axis=axis, keepdims=True)
-        got = log_sum_exp(a, axis)
-        assert got.shape == expected.shape
-        np.testing.assert_array_equal(got, expected)  # equal values, -inf where scipy has -inf
-        assert got.tobytes() == expected.tobytes()
-
-
 def _latent_classes_per_pair(a, b, must, flip, sizes, k, seed, n_init, smoothing=0.1, max_iter=300, tol=1e-7):
     """The latent class EM written pair by pair, with scipy's logsumexp, one start after the other."""
     from scipy import sparse
