@@ -209,16 +209,9 @@ class DeepFit:
         )
         return pretrained, count
 
-    def fit(
-        self,
-        model: DCGMM,
-        pairs: ConstraintSet,
-        schedule: EstimatorSchedule,
-        input_clusters: np.ndarray | None = None,
-    ) -> dict[str, list]:
-        """The recipe's steps after the tuning with the pairs (:meth:`tune`) of ``model``: the start of its mixture
-        (``cluster_init``'s on the embedding, or, given ``input_clusters``, those clusters of the samples
-        moment-matched into the embedding) and the fit on ``schedule``; returns the history."""
+    def start(self, model: DCGMM, pairs: ConstraintSet, input_clusters: np.ndarray | None = None) -> str:
+        """Starts ``model``'s mixture: ``cluster_init``'s start on the embedding, or, given ``input_clusters``,
+        those clusters of the samples moment-matched into the embedding; returns the strategy of its restarts."""
         # One cluster is the trivial clustering: the paper's start, no restarts.
         strategy = self.cluster_init if model.num_clusters > 1 else "gmm"
         if input_clusters is not None:
@@ -228,6 +221,13 @@ class DeepFit:
             )
         else:
             start_mixture(model, self.x, strategy, pairs, seed=self.seed)
+        return strategy
+
+    def train(
+        self, model: DCGMM, pairs: ConstraintSet, schedule: EstimatorSchedule, strategy: str, reuse_step: bool = False
+    ) -> dict[str, list]:
+        """Trains the started ``model`` on ``schedule``, restarting its mixture by ``strategy``; with ``reuse_step``
+        in the step that ``model`` was last trained in (:func:`dcgmm_tf.fitting.fit_mixture`). Returns the history."""
         fit = FitSchedule(
             schedule.epochs,
             batch_size=schedule.batch_size,
@@ -246,7 +246,19 @@ class DeepFit:
             seed=self.seed,
             verbose=self.verbose,
             check_inputs=False,
+            reuse_step=reuse_step,
         )
+
+    def fit(
+        self,
+        model: DCGMM,
+        pairs: ConstraintSet,
+        schedule: EstimatorSchedule,
+        input_clusters: np.ndarray | None = None,
+    ) -> dict[str, list]:
+        """The recipe's steps after the tuning with the pairs (:meth:`tune`) of ``model``: the start of its mixture
+        (:meth:`start`) and the fit on ``schedule`` (:meth:`train`); returns the history."""
+        return self.train(model, pairs, schedule, self.start(model, pairs, input_clusters))
 
     def train_starts(
         self,
@@ -270,22 +282,44 @@ class DeepFit:
         Returns:
           The fits.
         """
-        first = self.pretrained(num_clusters) if pretrained is None else self.on_autoencoder(num_clusters, pretrained)
-        self.tune(first, pairs, self.schedule.pair_tuning_epochs)
-        models = {"embedding": (first, None)}
-        if input_clusters is not None and num_clusters > 1:  # a copy made before the first fit changes its weights
-            models["input"] = (self.on_autoencoder(num_clusters, first), input_clusters)
-        histories, losses, labels = {}, {}, {}
-        for start, (model, clusters) in models.items():
-            histories[start] = self.fit(model, pairs, self.schedule, clusters)
+        model = self.pretrained(num_clusters) if pretrained is None else self.on_autoencoder(num_clusters, pretrained)
+        self.tune(model, pairs, self.schedule.pair_tuning_epochs)
+        clusters = {"embedding": None}
+        if input_clusters is not None and num_clusters > 1:
+            clusters["input"] = input_clusters
+        # The starts train one after the other in one model, the second from the weights the first started from
+        # and a new sampling stream, as a copy made before the first fit would (and in the step traced for it).
+        begin = model.get_weights()
+        histories, losses, labels, ends = {}, {}, {}, {}
+        for start, start_clusters in clusters.items():
+            if histories:
+                model.set_weights(begin)
+                model.reseed(self.seed)
+            strategy = self.start(model, pairs, start_clusters)
+            histories[start] = self.train(model, pairs, self.schedule, strategy, reuse_step=bool(histories))
             labels[start] = model.cluster_probabilities(self.x).argmax(-1)
-            if len(models) > 1:
+            if len(clusters) > 1:
                 losses[start] = recipe.fit_loss(model, self.x, pairs)
+                ends[start] = _model_state(model)
         kept = min(losses, key=losses.get) if losses else "embedding"  # the first of the lowest
         if losses:
             logging.info("kept the fit from the %s start (negative C-ELBO %s)", kept, losses)
-        model = models[kept][0]
+        if kept != list(clusters)[-1]:
+            _set_model_state(model, ends[kept])
         if not self.keep_optimizer:
             # Its moments are twice the weights' size; the model predicts without them (and unpickles uncompiled).
             model.optimizer, model.compiled = None, False
         return StartsResult(model, histories[kept], kept, losses, labels)
+
+
+def _model_state(model: DCGMM) -> list[np.ndarray]:
+    """The weights of ``model``, its sampling stream and its optimizer's state: what a fit leaves behind."""
+    return [v.numpy() for v in (*model.weights, model.seed_generator.state, *model.optimizer.variables)]
+
+
+def _set_model_state(model: DCGMM, state: list[np.ndarray]) -> None:
+    """Puts ``model`` back into a :func:`_model_state`."""
+    for variable, value in zip(
+        (*model.weights, model.seed_generator.state, *model.optimizer.variables), state, strict=True
+    ):
+        variable.assign(value)

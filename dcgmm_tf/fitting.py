@@ -125,6 +125,27 @@ def distributed_steps_per_execution(steps: int, requested: int, multi_worker: bo
     return chosen
 
 
+def _unnamed(config: dict) -> dict:
+    """An optimizer's configuration without its name (Keras numbers each new optimizer's)."""
+    return {key: value for key, value in config.items() if key != "name"}
+
+
+def _same_step(model: DCGMM, optimizer: keras.optimizers.Optimizer, steps_per_execution: int, other: bool) -> bool:
+    """Whether ``model`` holds a compiled step that trains as a compile with ``optimizer`` and
+    ``steps_per_execution`` would (``other``: a strategy or XLA, never reused)."""
+    current = model.optimizer if model.compiled else None
+    return (
+        current is not None
+        and not other
+        and not model.jit_compile
+        and model.train_function is not None
+        and model.steps_per_execution == steps_per_execution
+        and type(current) is type(optimizer)
+        and _unnamed(current.get_config()) == _unnamed(optimizer.get_config())
+        and len(current.variables) == len(optimizer.variables)
+    )
+
+
 def fit_mixture(
     model: DCGMM,
     x: np.ndarray,
@@ -139,10 +160,13 @@ def fit_mixture(
     steps_per_execution: int | None = None,
     verbose: int | str = 2,
     check_inputs: bool = True,
+    reuse_step: bool = False,
 ) -> dict[str, list]:
     """Trains ``model`` from its current weights and mixture for ``schedule.epochs`` epochs of C-ELBO.
 
-    The model is compiled with a fresh :func:`make_optimizer`. Each epoch the ``callbacks`` run first (e.g. a
+    The model is compiled with a fresh :func:`make_optimizer`, or, with ``reuse_step``, keeps the step that an
+    earlier ``fit_mixture`` of the same ``x``, steps and optimizer compiled, its optimizer put back to a fresh one's
+    state (no new tracing; the same weights to the bit). Each epoch the ``callbacks`` run first (e.g. a
     :class:`~dcgmm_tf.callbacks.ClusterRestart`, then :class:`~dcgmm_tf.callbacks.ClusteringMetrics`), then a
     :class:`~dcgmm_tf.callbacks.NonFiniteLossGuard` that rolls back to the last good weights.
 
@@ -163,6 +187,9 @@ def fit_mixture(
       check_inputs: Check ``x`` and ``constraints`` (:func:`dcgmm_tf.data.pipeline.checked_inputs`); off for
         inputs checked already, as the library's runs do (:func:`dcgmm_tf.recipe.prepare_run`, the estimator's
         ``fit``), so each input is checked once per run.
+      reuse_step: Keep ``model``'s compiled step where it was compiled by a fit of this ``x`` (the same array: the
+        step holds the data it was traced with), the same steps per epoch and call, and an optimizer of the same
+        configuration; without a strategy or XLA only.
 
     Returns:
       The Keras history.
@@ -183,10 +210,14 @@ def fit_mixture(
     if one_iterator:
         steps_per_execution = steps
     with strategy.scope():
-        model.compile(
-            optimizer=make_optimizer(schedule, steps), jit_compile=jit_compile, steps_per_execution=steps_per_execution
-        )
-        model.optimizer.build(model.trainable_variables)  # under the strategy, like the model's variables
+        optimizer = make_optimizer(schedule, steps)
+        optimizer.build(model.trainable_variables)  # under the strategy, like the model's variables
+    if reuse_step and _same_step(model, optimizer, steps_per_execution, distributed or jit_compile):
+        for variable, fresh in zip(model.optimizer.variables, optimizer.variables, strict=True):
+            variable.assign(fresh)  # no step taken: Adam's moments and step count as a new optimizer's
+    else:
+        with strategy.scope():
+            model.compile(optimizer=optimizer, jit_compile=jit_compile, steps_per_execution=steps_per_execution)
     guard = NonFiniteLossGuard(run_dir / "last_good.weights.h5" if run_dir else None)
     callbacks = [*callbacks, guard]
     initial_epoch = 0

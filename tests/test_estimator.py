@@ -95,7 +95,7 @@ def test_the_starts_share_one_tuning_with_the_pairs(monkeypatch):
     x, y = toy_data(120)
     constraints = ConstraintSet.from_labels(y, 60, seed=0)
     tunings, alone, at_start = [], [], {}
-    tune, fit = DeepFit.tune, DeepFit.fit
+    tune, start = DeepFit.tune, DeepFit.start
 
     def counted_tune(self, model, pairs, epochs):
         tunings.append(epochs)
@@ -104,13 +104,14 @@ def test_the_starts_share_one_tuning_with_the_pairs(monkeypatch):
         alone.append(copy.encoder.get_weights() + copy.decoder.get_weights())
         tune(self, model, pairs, epochs)
 
-    def recorded_fit(self, model, pairs, schedule, input_clusters=None):
-        start = "embedding" if input_clusters is None else "input"
-        at_start[start] = model.encoder.get_weights() + model.decoder.get_weights()
-        return fit(self, model, pairs, schedule, input_clusters)
+    def recorded_start(self, model, pairs, input_clusters=None):
+        at_start["embedding" if input_clusters is None else "input"] = (
+            model.encoder.get_weights() + model.decoder.get_weights()
+        )
+        return start(self, model, pairs, input_clusters)
 
     monkeypatch.setattr(DeepFit, "tune", counted_tune)
-    monkeypatch.setattr(DeepFit, "fit", recorded_fit)
+    monkeypatch.setattr(DeepFit, "start", recorded_start)
     est = DCGMMClustering(2, pair_tuning_epochs=3, **PRETRAINED).fit(x, constraints=constraints)
     assert set(est.fit_losses_) == {"embedding", "input"} and tunings == [3]
     assert weights_equal(at_start["embedding"], alone[0]) and weights_equal(at_start["input"], alone[0])
@@ -527,6 +528,37 @@ def test_the_kept_fit_is_the_start_of_lower_negative_elbo():
     assert one.start_ == "embedding" and one.fit_losses_ == {}
     # The first fit is the one of input_start=False: same seed, same autoencoder, same start.
     np.testing.assert_array_equal(both.start_labels_["embedding"], one.start_labels_["embedding"])
+
+
+def test_the_model_holds_the_kept_start_whichever_trained_last(monkeypatch):
+    """The starts train one after the other in one model (the second in the step compiled for the first); where
+    the first start's fit is kept, the model is put back to it: its weights and optimizer state are those of the
+    fit from that start alone."""
+    from dcgmm_tf import deep_fit
+    from dcgmm_tf.deep_fit import DeepFit
+
+    x, y = toy_data(120)
+    ml = [(i, j) for i, j in zip(np.flatnonzero(y == 0)[:5], np.flatnonzero(y == 0)[5:10])]
+    settings = {**TINY, "keep_optimizer": True, "input_fallback": False}
+    alone = DCGMMClustering(2, **settings, input_start=False).fit(x, ml=ml)
+    scores = iter([0.0, 1.0])  # the first start's fit scores lower
+    monkeypatch.setattr(deep_fit.recipe, "fit_loss", lambda *args, **kwargs: next(scores))
+    trained = []
+    train = DeepFit.train
+
+    def recorded_train(self, model, pairs, schedule, strategy, reuse_step=False):
+        history = train(self, model, pairs, schedule, strategy, reuse_step)
+        trained.append((reuse_step, model.get_weights()))
+        return history
+
+    monkeypatch.setattr(DeepFit, "train", recorded_train)
+    both = DCGMMClustering(2, **settings, input_start=True).fit(x, ml=ml)
+    assert both.start_ == "embedding" and [reused for reused, _ in trained] == [False, True]
+    assert weights_equal(both.model_.get_weights(), alone.model_.get_weights())
+    optimizer = [v.numpy() for v in both.model_.optimizer.variables]
+    assert weights_equal(optimizer, [v.numpy() for v in alone.model_.optimizer.variables])
+    np.testing.assert_array_equal(both.labels_, alone.labels_)
+    assert not weights_equal(trained[1][1], trained[0][1])  # the second start trained elsewhere
 
 
 @pytest.mark.filterwarnings("ignore:a Gaussian mixture of the input:UserWarning")  # either choice is right at first

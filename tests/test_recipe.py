@@ -217,6 +217,37 @@ def test_steps_per_execution_leaves_the_training_unchanged():
         np.testing.assert_allclose(losses, trained[0][1], rtol=1e-6)
 
 
+def test_a_reused_step_trains_as_a_new_compile():
+    """``reuse_step`` keeps the step compiled for the model's last fit of the same data, steps and optimizer, and
+    the model then trains as it would after a new compile (an optimizer with no step taken); another schedule
+    compiles anew."""
+    from dcgmm_tf.data.pipeline import steps_per_epoch
+    from dcgmm_tf.fitting import FitSchedule, fit_mixture
+    from tests.helpers import small_model, weights_equal
+
+    x, y = toy_data(300)
+    constraints = ConstraintSet.from_labels(y, 60, seed=0)
+    schedule = FitSchedule(2, batch_size=32, seed=3, lr_schedule="staircase", lr_decay_epochs=1)
+    reused, fresh = small_model(), small_model()
+    begin = reused.get_weights()
+    fit_mixture(reused, x, constraints, schedule, verbose=0)
+    step = reused.train_function
+    reused.set_weights(begin)
+    reused.reseed(0)
+    history = fit_mixture(reused, x, constraints, schedule, verbose=0, reuse_step=True)
+    assert reused.train_function is step  # not traced again
+    fresh.set_weights(begin)
+    reference = fit_mixture(fresh, x, constraints, schedule, verbose=0)
+    assert weights_equal(reused.get_weights(), fresh.get_weights())
+    assert weights_equal(
+        [v.numpy() for v in reused.optimizer.variables], [v.numpy() for v in fresh.optimizer.variables]
+    )
+    np.testing.assert_allclose(history["loss"], reference["loss"], rtol=1e-6)
+    fit_mixture(reused, x, constraints, FitSchedule(1, batch_size=32, learning_rate=1e-4), verbose=0, reuse_step=True)
+    assert reused.train_function is not step  # another learning rate: compiled anew
+    assert reused.optimizer.iterations == steps_per_epoch(len(x), constraints, 32)  # with a new optimizer
+
+
 def test_pretraining_steps_per_execution_leaves_the_weights_unchanged():
     """32 steps per call (the default on long fits) give the weights of one step per call (600 samples in
     batches of 32: 19 steps per epoch, so a call ends inside an epoch)."""
