@@ -142,7 +142,6 @@ def _same_step(model: DCGMM, optimizer: keras.optimizers.Optimizer, steps_per_ex
         and model.steps_per_execution == steps_per_execution
         and type(current) is type(optimizer)
         and _unnamed(current.get_config()) == _unnamed(optimizer.get_config())
-        and len(current.variables) == len(optimizer.variables)
     )
 
 
@@ -211,13 +210,13 @@ def fit_mixture(
         steps_per_execution = steps
     with strategy.scope():
         optimizer = make_optimizer(schedule, steps)
-        optimizer.build(model.trainable_variables)  # under the strategy, like the model's variables
-    if reuse_step and _same_step(model, optimizer, steps_per_execution, distributed or jit_compile):
-        for variable, fresh in zip(model.optimizer.variables, optimizer.variables, strict=True):
-            variable.assign(fresh)  # no step taken: Adam's moments and step count as a new optimizer's
-    else:
-        with strategy.scope():
+        reuse = reuse_step and _same_step(model, optimizer, steps_per_execution, distributed or jit_compile)
+        if not reuse:
             model.compile(optimizer=optimizer, jit_compile=jit_compile, steps_per_execution=steps_per_execution)
+        (optimizer if reuse else model.optimizer).build(model.trainable_variables)  # under the strategy, as the model's
+    if reuse:  # no step taken: Adam's moments and step count as a new optimizer's
+        for variable, fresh in zip(model.optimizer.variables, optimizer.variables, strict=True):
+            variable.assign(fresh)
     guard = NonFiniteLossGuard(run_dir / "last_good.weights.h5" if run_dir else None)
     callbacks = [*callbacks, guard]
     initial_epoch = 0
