@@ -270,7 +270,8 @@ class DeepFit:
         """One fit per start, like scikit-learn's ``n_init``: from ``cluster_init`` on the embedding and, given
         ``input_clusters`` (the input GMM's clusters of the samples) and K > 1, from those; the kept fit is the one
         of the lowest negative C-ELBO on ``x`` and ``pairs``, the first on a tie. The starts share one tuning with
-        the pairs (:meth:`tune`), which depends on the autoencoder, the pairs and the seed alone.
+        the pairs (:meth:`tune`), which depends on the autoencoder, the pairs and the seed alone, and train one after
+        the other in one model and one compiled step, each exactly as in a model of its own.
 
         Args:
           pairs: The pairs to train with.
