@@ -290,7 +290,7 @@ class DeepFit:
             clusters["input"] = input_clusters
         # The starts train one after the other in one model, the second from the weights the first started from
         # and a new sampling stream, as a copy made before the first fit would (and in the step traced for it).
-        begin = model.get_weights()
+        begin, last = model.get_weights(), list(clusters)[-1]
         histories, losses, labels, ends = {}, {}, {}, {}
         for start, start_clusters in clusters.items():
             if histories:
@@ -301,26 +301,20 @@ class DeepFit:
             labels[start] = model.cluster_probabilities(self.x).argmax(-1)
             if len(clusters) > 1:
                 losses[start] = recipe.fit_loss(model, self.x, pairs)
-                ends[start] = _model_state(model)
+            if start != last:  # the model trains on from here: keep where this fit ended
+                ends[start] = [variable.numpy() for variable in _fit_variables(model)]
         kept = min(losses, key=losses.get) if losses else "embedding"  # the first of the lowest
         if losses:
             logging.info("kept the fit from the %s start (negative C-ELBO %s)", kept, losses)
-        if kept != list(clusters)[-1]:
-            _set_model_state(model, ends[kept])
+        if kept != last:
+            for variable, value in zip(_fit_variables(model), ends[kept], strict=True):
+                variable.assign(value)
         if not self.keep_optimizer:
             # Its moments are twice the weights' size; the model predicts without them (and unpickles uncompiled).
             model.optimizer, model.compiled = None, False
         return StartsResult(model, histories[kept], kept, losses, labels)
 
 
-def _model_state(model: DCGMM) -> list[np.ndarray]:
-    """The weights of ``model``, its sampling stream and its optimizer's state: what a fit leaves behind."""
-    return [v.numpy() for v in (*model.weights, model.seed_generator.state, *model.optimizer.variables)]
-
-
-def _set_model_state(model: DCGMM, state: list[np.ndarray]) -> None:
-    """Puts ``model`` back into a :func:`_model_state`."""
-    for variable, value in zip(
-        (*model.weights, model.seed_generator.state, *model.optimizer.variables), state, strict=True
-    ):
-        variable.assign(value)
+def _fit_variables(model: DCGMM) -> list:
+    """What a fit of ``model`` changes: its weights, its sampling stream and its optimizer's state."""
+    return [*model.weights, model.seed_generator.state, *model.optimizer.variables]
