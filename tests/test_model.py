@@ -198,6 +198,29 @@ def test_evaluate_reports_every_loss_term():
     )
 
 
+def test_the_trackers_reset_and_report_in_compiled_calls_as_keras_would(monkeypatch):
+    import tensorflow as tf
+
+    x, y, _ = two_factor_data(128)
+    model = small_model()
+    model.compile(optimizer="adam")
+    data = constrained_dataset(x, ConstraintSet.from_labels(y, 20, seed=0), batch_size=32)
+    monkeypatch.setattr(keras.metrics.Mean, "reset_state", lambda self: pytest.fail("an eager reset of a tracker"))
+    history = model.fit(data, epochs=2, verbose=0).history
+    ours = model.get_metrics_result()
+    keras_own = keras.Model.get_metrics_result(model)  # eager, a tracker at a time
+    assert {name: float(value) for name, value in ours.items()} == {
+        name: float(value) for name, value in keras_own.items()
+    }
+    assert float(ours["loss"]) == history["loss"][-1] != 0.0
+    model.reset_metrics()
+    assert all(float(variable) == 0.0 for tracker in model.metrics for variable in tracker.variables)
+    with tf.distribute.OneDeviceStrategy("/cpu:0").scope():  # under a strategy Keras' own eager reset runs
+        distributed = small_model()
+    with pytest.raises(pytest.fail.Exception, match="eager reset"):
+        distributed.reset_metrics()
+
+
 def test_pretrain_cache_is_reused(tmp_path):
     x, _, _ = two_factor_data(128)
     cache = tmp_path / "ae.weights.h5"
