@@ -276,7 +276,9 @@ def test_digits_with_pairs_into_and_out_of_0_1_give_the_same_clustering():
     fits = [DCGMMClustering(10, **params).fit(a * digits + b, constraints=pairs) for a, b in [(1 / 16, 0), (40, -300)]]
     assert [fit.likelihood_ for fit in fits] == ["bernoulli", "bernoulli"]
     scores = [adjusted_rand_score(y, fit.labels_) for fit in fits]
-    assert scores[0] > 0.2 and abs(scores[0] - scores[1]) <= 0.05, scores  # a clustering (chance: 0), the same one
+    # A clustering (random labels score 0 +- 0.001 here; this short fit scores .199 on an AVX2 CPU, more on others),
+    # and the same one.
+    assert scores[0] > 0.1 and abs(scores[0] - scores[1]) <= 0.05, scores
 
 
 @pytest.mark.slow

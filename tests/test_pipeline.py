@@ -271,3 +271,36 @@ def test_a_step_that_makes_its_batches_from_rows_trains_as_the_batches_do(setup)
 
     for made_in_step, made_by_tf_data in zip(trained(rows=True), trained(rows=False), strict=True):
         np.testing.assert_array_equal(made_in_step, made_by_tf_data)  # the same batches, bit for bit
+
+
+def test_rows_without_pairs_train_as_rows_with_empty_w_blocks():
+    import keras
+
+    from dcgmm_tf import DCGMM, MLPDecoder, MLPEncoder
+    from dcgmm_tf.data.pipeline import SAMPLE_KEYS, batch_from_row, epoch_row_dataset, host_tensor
+
+    x = np.random.default_rng(2).random((150, 12), dtype=np.float32)
+    no_pairs = ConstraintSet.empty(len(x))
+    steps = steps_per_epoch(len(x), no_pairs, 32)
+
+    def trained(pairs: bool) -> tuple[list[np.ndarray], dict[str, list[float]]]:
+        keras.utils.set_random_seed(0)
+        model = DCGMM(
+            (12,), 3, encoder=MLPEncoder(2, hidden_units=(8,)), decoder=MLPDecoder(12, hidden_units=(8,)), seed=0
+        )
+        model.compile(optimizer=keras.optimizers.Adam(1e-2), steps_per_execution=steps)
+        rows = epoch_row_dataset(len(x), no_pairs, steps, 32, 3, "separate", 0, epochs=3, pairs=pairs)
+        with model.batch_source(x):
+            history = model.fit(rows, epochs=3, steps_per_epoch=steps, verbose=0).history
+        return model.get_weights(), history
+
+    row = next(iter(epoch_row_dataset(len(x), no_pairs, steps, 32, 3, "separate", 0, pairs=False)))
+    assert set(row) == set(SAMPLE_KEYS) and batch_from_row(host_tensor(x), row)[1] is None
+    (without, history), (with_zeros, zeros_history) = trained(pairs=False), trained(pairs=True)
+    for a, b in zip(without, with_zeros, strict=True):
+        np.testing.assert_array_equal(a, b)  # a W block of zeros adds exactly nothing to the gradients
+    assert history == zeros_history
+    with pytest.raises(ValueError, match="pairs=False"):
+        epoch_row_dataset(
+            len(x), ConstraintSet.from_labels(np.arange(150) % 3, 10, seed=0), steps, 32, 3, "separate", 0, pairs=False
+        )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
@@ -241,14 +241,20 @@ def shuffled_batches(x: np.ndarray, batch_size: int, seed: int) -> tf.data.Datas
 ROW_KEYS = ("indices", "length", "positions", "weights", "count")
 
 
-def batch_from_row(samples: tf.Tensor, row: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
+SAMPLE_KEYS = ROW_KEYS[:2]
+"""The keys of a row without pairs (see :func:`epoch_row_dataset`'s ``pairs``): the batch's samples alone."""
+
+
+def batch_from_row(samples: tf.Tensor, row: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor | None]:
     """``(x_batch, W_batch)`` of one batch given as a row of :func:`epoch_arrays` (a dict over :data:`ROW_KEYS`):
-    its samples gathered from ``samples`` and its W block scattered from its entries."""
-    length, count = row["length"], row["count"]
-    return (
-        tf.gather(samples, row["indices"][:length]),
-        tf.scatter_nd(row["positions"][:count], row["weights"][:count], tf.stack([length, length])),
-    )
+    its samples gathered from ``samples`` and its W block scattered from its entries; ``W_batch`` is None for a
+    row of :data:`SAMPLE_KEYS` alone."""
+    length = row["length"]
+    x_batch = tf.gather(samples, row["indices"][:length])
+    if "count" not in row:
+        return x_batch, None
+    count = row["count"]
+    return x_batch, tf.scatter_nd(row["positions"][:count], row["weights"][:count], tf.stack([length, length]))
 
 
 def batch_elements(dataset: tf.data.Dataset, x: np.ndarray) -> tf.data.Dataset:
@@ -273,9 +279,11 @@ def checked_inputs(
     return x, constraints, steps_per_epoch(len(x), constraints, batch_size, layout)
 
 
-def epoch_rows(make: Callable[[int], tuple[np.ndarray, ...]], epochs: tf.data.Dataset) -> tf.data.Dataset:
-    """The batches (rows of :func:`epoch_arrays`, dicts over :data:`ROW_KEYS`) of every epoch number in ``epochs``,
-    one element each; ``make(epoch)`` makes an epoch's arrays in Python, once per epoch.
+def epoch_rows(
+    make: Callable[[int], tuple[np.ndarray, ...]], epochs: tf.data.Dataset, keys: Sequence[str] = ROW_KEYS
+) -> tf.data.Dataset:
+    """The batches (rows of :func:`epoch_arrays`, dicts over ``keys`` of :data:`ROW_KEYS`) of every epoch number in
+    ``epochs``, one element each; ``make(epoch)`` makes an epoch's arrays in Python, once per epoch.
 
     ``make`` runs in a ``tf.numpy_function``, not in ``Dataset.from_generator``: this pipeline reads 1.3-1.4 times
     faster epoch by epoch without the generator's dataset op, which also lowers glibc's trim threshold to 128 kB
@@ -288,7 +296,7 @@ def epoch_rows(make: Callable[[int], tuple[np.ndarray, ...]], epochs: tf.data.Da
         )
         for array, spec in zip(arrays, EPOCH_SIGNATURE):
             array.set_shape(spec.shape)
-        return tf.data.Dataset.from_tensor_slices(dict(zip(ROW_KEYS, arrays)))
+        return tf.data.Dataset.from_tensor_slices({key: a for key, a in zip(ROW_KEYS, arrays) if key in keys})
 
     return epochs.flat_map(rows)
 
@@ -337,10 +345,14 @@ def epoch_row_dataset(
     initial_epoch: int,
     prefetch: bool = True,
     epochs: int | None = None,
+    pairs: bool = True,
 ) -> tf.data.Dataset:
     """The batches of :func:`constrained_dataset` as rows of :func:`epoch_arrays` (dicts over :data:`ROW_KEYS`),
     ``steps`` per epoch, for a training step that makes each batch itself (:func:`batch_from_row`, as
-    ``DCGMM.train_step`` does given :meth:`DCGMM.batch_source`); prefetched unless ``prefetch`` is False.
+    ``DCGMM.train_step`` does given :meth:`DCGMM.batch_source`); prefetched unless ``prefetch`` is False. Without
+    ``pairs`` (for ``constraints`` that hold none) the rows hold :data:`SAMPLE_KEYS` alone and the steps take no W
+    block: a block of zeros adds exactly nothing to the loss or its gradients, but its scatter and the pair term
+    cost a small network's step about a sixth of its time.
 
     Nothing runs per batch but slicing the epoch's arrays: the gather of the batch's samples (0.8 MB for a batch of
     256 x 784) is the part of the input pipeline that tf.data ran slowest (docs/performance.md), and inside the
@@ -350,9 +362,12 @@ def epoch_row_dataset(
     With ``epochs`` one iterator yields every epoch from ``initial_epoch`` up to ``epochs``, for ``fit`` with
     ``steps_per_epoch=steps``: a short epoch then pays no iterator of its own (about 10 ms with its prefetch).
     """
+    if not pairs and len(constraints):
+        raise ValueError(f"pairs=False drops the W blocks of {len(constraints)} constraints")
     arrays = EpochsAhead(lambda e: epoch_arrays(num_samples, constraints, batch_size, seed, e, layout))
+    keys = ROW_KEYS if pairs else SAMPLE_KEYS
     if epochs is not None:
-        rows = epoch_rows(arrays, tf.data.Dataset.range(initial_epoch, epochs))
+        rows = epoch_rows(arrays, tf.data.Dataset.range(initial_epoch, epochs), keys)
         rows = rows.apply(tf.data.experimental.assert_cardinality(steps * (epochs - initial_epoch)))
     else:
         epoch = [initial_epoch]
@@ -361,5 +376,6 @@ def epoch_row_dataset(
             epoch[0] += 1
             return arrays(epoch[0] - 1)
 
-        rows = epoch_rows(next_epoch, tf.data.Dataset.range(1)).apply(tf.data.experimental.assert_cardinality(steps))
+        rows = epoch_rows(next_epoch, tf.data.Dataset.range(1), keys)
+        rows = rows.apply(tf.data.experimental.assert_cardinality(steps))
     return prefetch_without_autotune(rows) if prefetch else rows
