@@ -169,7 +169,7 @@ class DCGMM(PrebuiltModel):
 
     def _compiled_trackers(self):
         """The trackers' reset and results as two compiled calls, or None under a tf.distribute strategy or in a
-        graph. Keras runs both once an epoch as eager ops, one or two per tracker variable: about 2.6 ms, as much
+        graph. Keras runs both once an epoch as eager ops, one or two per tracker variable: about 2.5 ms, as much
         as a few steps of a small network's epoch. The calls give the same values."""
         if self._distribute_strategy is not None or tf.distribute.has_strategy() or not tf.executing_eagerly():
             return None
