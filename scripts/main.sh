@@ -3,7 +3,7 @@
 # runner's default recipe: 15 pretraining epochs, 5 epochs of tuning the autoencoder with the pairs, the label-free
 # start, each answer also spread to its pair's nearest neighbours, 10 epochs with a cosine learning rate, bf16 on a CPU
 # with bf16 units; 4.5-10 minutes per seed on an idle 2-core CPU, depending on the CPU, so 22-50 in all).
-# --quick first: a first answer in 5-11 minutes (seed 0 only, into results/fashion_quick). Other arguments are
+# --quick first: a first answer in 5-12 minutes (seed 0 only, into results/fashion_quick). Other arguments are
 # passed to experiments.run, e.g. `bash scripts/main.sh --epochs=5 --runs=1`, or
 # `--protocol=paper`.
 set -euo pipefail
