@@ -246,8 +246,8 @@ def fit_mixture(
         data = epoch_dataset(x, constraints, steps, *args)
     else:  # the step makes each batch itself, on the host: the input pipeline only slices the epoch's rows
         epochs = schedule.epochs if one_iterator else None
-        rows = epoch_row_dataset(len(x), constraints, steps, *args, epochs=epochs, pairs=len(constraints) > 0)
-        data, source = rows, model.batch_source(x)
+        data = epoch_row_dataset(len(x), constraints, steps, *args, epochs=epochs, pairs=len(constraints) > 0)
+        source = model.batch_source(x)
     with source:
         history = model.fit(
             data,
