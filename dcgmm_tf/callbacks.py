@@ -74,7 +74,8 @@ def _is_nan(value) -> bool:
 
 
 class ClusterRestart(keras.callbacks.Callback):
-    """Restarts the mixture from the current embeddings every ``every`` epochs and after the last epoch.
+    """Restarts the mixture from the current embeddings every ``every`` epochs and after the last epoch (also one
+    that a callback before it, such as :class:`StableClusters`, made the last by stopping the training).
 
     After epochs ``every``, ``2 every``, ... and after the last one, the cluster means and variances are set to the
     start of ``strategy`` (see :func:`dcgmm_tf.starts.init_clusters`) on mu(x) of the training data ``x``,
@@ -101,7 +102,7 @@ class ClusterRestart(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         done, total = epoch + 1, (self.params or {}).get("epochs", 0)
-        if (done % self.every and done != total) or self.model.stop_training:
+        if done % self.every and done != total and not self.model.stop_training:
             return
         began = time.perf_counter()
         starts.init_clusters(
@@ -115,6 +116,39 @@ class ClusterRestart(keras.callbacks.Callback):
         )
         seconds = time.perf_counter() - began
         logging.info("mixture restarted by %s after epoch %d in %.1f s", self.strategy, done, seconds)
+
+
+class StableClusters(keras.callbacks.Callback):
+    """Stops the training once the clusters of the training samples hold still: when at most a share ``tol`` of
+    ``x`` changed cluster (argmax p(c|x), against the epoch before) in each of ``patience`` epochs in a row.
+
+    Place it before a :class:`ClusterRestart`, which then restarts after the epoch it stops at as after the last
+    one. ``stopped_epoch`` is the number of epochs trained when it stopped the training (None: it did not).
+    """
+
+    def __init__(self, x: np.ndarray, tol: float, patience: int):
+        super().__init__()
+        if not 0 <= tol < 1:
+            raise ValueError(f"tol must be in [0, 1), got {tol}")
+        if patience < 1:
+            raise ValueError(f"patience must be >= 1, got {patience}")
+        self.x, self.tol, self.patience = x, tol, patience
+        self.stopped_epoch: int | None = None
+        self._labels: np.ndarray | None = None
+        self._still = 0  # epochs in a row with at most tol of the clusters changed
+
+    def on_train_begin(self, logs=None):
+        self._labels, self._still, self.stopped_epoch = None, 0, None
+
+    def on_epoch_end(self, epoch, logs=None):
+        labels = self.model.cluster_probabilities(self.x).argmax(-1)
+        if self._labels is not None:
+            changed = np.count_nonzero(labels != self._labels) / len(labels)
+            self._still = self._still + 1 if changed <= self.tol else 0
+        self._labels = labels
+        if self._still >= self.patience and not self.model.stop_training:
+            self.model.stop_training, self.stopped_epoch = True, epoch + 1
+            logging.info("the clusters held still for %d epochs: stopped after epoch %d", self.patience, epoch + 1)
 
 
 class NonFiniteLossGuard(keras.callbacks.Callback):

@@ -90,6 +90,9 @@ class DeepFit:
       probe_epochs: With K to choose: epochs of each probe, "auto" or 0 (no probes).
       keep_optimizer: Keep the optimizer's state on the kept model.
       verbose: Keras' progress output.
+      tol: Stop a fit once at most this share of the samples changed cluster in each of ``patience`` epochs in a
+        row (None: every epoch of the schedule).
+      patience: See ``tol``.
     """
 
     x: np.ndarray
@@ -107,6 +110,8 @@ class DeepFit:
     probe_epochs: int | str = 0
     keep_optimizer: bool = False
     verbose: int = 0
+    tol: float | None = None
+    patience: int = 10
 
     def builder(self, num_clusters: int) -> Callable[[int], DCGMM]:
         """Makes the model of ``num_clusters`` clusters from a seed; the library calls it under that seed's
@@ -247,6 +252,8 @@ class DeepFit:
             verbose=self.verbose,
             check_inputs=False,
             reuse_step=reuse_step,
+            tol=self.tol,
+            patience=self.patience,
         )
 
     def fit(

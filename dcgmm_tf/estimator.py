@@ -60,10 +60,14 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
       hidden_units: Widths of the encoder's hidden layers (the decoder mirrors them), or "auto": (64, 64) for data
         of at most 50 features (tables, reduced text features), else the paper's 500-500-2000, made for 784 pixels
         (:func:`dcgmm_tf.sizing.hidden_units_for`). On standardised wine and breast cancer without pairs the small
-        network clustered better and 3-4 times faster (docs/your-data.md). ``hidden_units_`` holds the widths used.
+        network clustered better and 3-4 times faster. ``hidden_units_`` holds the widths used.
       epochs: Training epochs after pretraining; "auto": 100, or more for small data (see
         :func:`dcgmm_tf.sizing.fit_schedule`).
       pretrain_epochs: Autoencoder pretraining epochs; "auto": 10, or more for small data.
+      tol: Stop each fit once at most this share of the training samples changed cluster in each of
+        ``n_iter_no_change`` epochs in a row (``history_`` holds the epochs run; not the paper's, see
+        docs/your-data.md); None: every epoch, the paper's way.
+      n_iter_no_change: See ``tol``.
       alpha: Confidence |W_ij| of the pairs given as ``ml`` / ``cl`` (1e4: the paper's hard constraints; for pairs
         that are wrong with probability q, ``dcgmm_tf.default_alpha(q)``). A ``ConstraintSet`` brings its own
         weights.
@@ -74,9 +78,7 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
       pair_tuning_epochs: Epochs of tuning the pretrained autoencoder with the pairs before the start (the runner's
         default recipe tunes 5 epochs of Fashion-MNIST; not the paper's, see :mod:`dcgmm_tf.pair_tuning`); "auto":
         about 1,200 steps (:func:`dcgmm_tf.sizing.fit_schedule`), none when some answers are weighed as possibly
-        wrong (:func:`dcgmm_tf.sizing.tuning_for`); 0 (the default): none, the paper's. "auto" gave scikit-learn's
-        digits with 1,500 answers ARI .9660 against .8025, the benchmark's small tables a little less than none
-        (docs/your-data.md).
+        wrong (:func:`dcgmm_tf.sizing.tuning_for`); 0 (the default): none, the paper's (docs/your-data.md).
       choice_weights: With ``n_clusters="auto"``: the weights of the GMMs that score each candidate K, "equal"
         (the default: 1/K, the prior the model trains with) or "fitted" (EM's; it
         chose K - 1 or K + 1 on two of three Fashion-MNIST seeds, docs/your-data.md).
@@ -163,6 +165,8 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         "hidden_units": [StrOptions({"auto"}), tuple, list],
         "epochs": _epochs(1),
         "pretrain_epochs": _epochs(0),
+        "tol": [Interval(Real, 0, 1, closed="left"), None],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "alpha": [Interval(Real, 0, math.inf, closed="neither")],
         "spread_neighbours": [Interval(Integral, 0, None, closed="left")],
         "spread_weight": [Interval(Real, 0, 1, closed="right")],
@@ -194,6 +198,8 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         hidden_units: tuple[int, ...] | str = "auto",
         epochs: int | str = "auto",
         pretrain_epochs: int | str = "auto",
+        tol: float | None = 1e-3,
+        n_iter_no_change: int = 10,
         alpha: float = 1e4,
         spread_neighbours: int = 0,
         spread_weight: float = 0.5,
@@ -221,6 +227,8 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.hidden_units = hidden_units
         self.epochs = epochs
         self.pretrain_epochs = pretrain_epochs
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
         self.alpha = alpha
         self.spread_neighbours = spread_neighbours
         self.spread_weight = spread_weight
@@ -316,6 +324,8 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             self.probe_epochs,
             self.keep_optimizer,
             self.verbose,
+            self.tol,
+            self.n_iter_no_change,
         )
 
     def _scaled(self, X: np.ndarray) -> np.ndarray:

@@ -34,7 +34,7 @@ import numpy as np
 
 from dcgmm_tf import metrics, validation
 from dcgmm_tf.baselines.training import train_dec, train_pckmeans
-from dcgmm_tf.callbacks import ClusteringMetrics, ClusterRestart
+from dcgmm_tf.callbacks import ClusteringMetrics, ClusterRestart, StableClusters
 from dcgmm_tf.cluster_count import DEFAULT_CANDIDATES, ClusterCount, choose_num_clusters, probe_num_clusters
 from dcgmm_tf.config import (
     LATENT_CLASS_STARTS,
@@ -500,16 +500,20 @@ def fit(
     em_starts: int = LATENT_CLASS_STARTS,
     callbacks: Sequence[keras.callbacks.Callback] = (),
     run_dir: Path | None = None,
+    tol: float | None = None,
+    patience: int = 10,
     **options: Any,
 ) -> dict[str, list]:
     """Trains the started ``model`` on the C-ELBO (:func:`dcgmm_tf.fitting.fit_mixture` with ``schedule`` and
     ``options``), restarting its mixture by ``start`` every ``restart_every`` epochs and after the last where the
-    start uses the pairs (``components`` and ``em_starts`` as the start took them), then ``callbacks``; returns the
-    history."""
+    start uses the pairs (``components`` and ``em_starts`` as the start took them), then ``callbacks``; with ``tol``,
+    stopped once at most that share of the clusters of ``x`` changed in each of ``patience`` epochs in a row
+    (:class:`~dcgmm_tf.callbacks.StableClusters`; None: all of ``schedule``'s epochs). Returns the history."""
+    stops = [] if tol is None else [StableClusters(x, tol, patience)]
     restarts = []
     if start in LINK_START_STRATEGIES and restart_every and len(pairs) > 0:
         restarts.append(ClusterRestart(x, pairs, restart_every, start, components, seed, em_starts=em_starts))
-    return fit_mixture(model, x, pairs, schedule, [*restarts, *callbacks], run_dir, **options)
+    return fit_mixture(model, x, pairs, schedule, [*stops, *restarts, *callbacks], run_dir, **options)
 
 
 def fit_loss(model: DCGMM, x: np.ndarray, pairs: ConstraintSet, *, draws: int = 4, batch_size: int = 1024) -> float:

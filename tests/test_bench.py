@@ -131,5 +131,7 @@ def test_estimator_time_times_a_fit_and_scores_its_labels():
         estimator_time.case_data("iris")
     result = estimator_time.measure("table", epochs=1, pretrain_epochs=1, input_start=False)
     assert (result["num_samples"], result["num_features"], result["num_pairs"]) == (1000, 20, 0)
-    assert result["epochs"] == 1 and result["hidden_units"] == [64, 64] and result["seconds"] > 0
+    assert (
+        result["epochs"] == result["epochs_run"] == 1 and result["hidden_units"] == [64, 64] and result["seconds"] > 0
+    )
     assert -1 <= result["ari"] <= 1 and result["start"] == "embedding"

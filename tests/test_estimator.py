@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
+from sklearn.metrics import adjusted_rand_score
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import MinMaxScaler
 from sklearn.utils import estimator_checks
@@ -171,6 +172,8 @@ def test_bad_constraints_are_refused(kwargs, match):
         ({"hidden_units": (0, 3)}, "hidden_units must be 'auto' or a non-empty sequence of positive integers"),
         ({"n_clusters": "auto", "choice_rule": "median"}, "choice_rule"),
         ({"n_clusters": "auto", "choice_splits": 0}, "choice_splits"),
+        ({"tol": 1.0}, r"'tol' parameter .* in the range \[0.0, 1.0\) or None"),
+        ({"n_iter_no_change": 0}, r"'n_iter_no_change' parameter .* in the range \[1, inf\)"),
     ],
 )
 def test_bad_parameters_are_refused_at_fit(params, match):
@@ -425,6 +428,17 @@ def test_no_collapse_on_a_small_table_without_pairs():
     assert np.bincount(est.labels_, minlength=3).min() > 0
     kmeans = adjusted_rand_score(y, KMeans(3, n_init=10, random_state=0).fit_predict(x))
     assert adjusted_rand_score(y, est.labels_) >= kmeans - 0.02  # 0.949 against 0.897 on a 2-core AVX-512 CPU
+
+
+def test_a_fit_stops_once_its_clusters_hold_still():
+    """``tol`` ends each start's fit after ``n_iter_no_change`` epochs in which at most that share of the samples
+    changed cluster (``history_`` holds the epochs run); None trains every epoch."""
+    x, y = toy_data(200)
+    params = {**TINY, "epochs": 30, "pretrain_epochs": 10, "input_start": False, "input_fallback": False}
+    stopped = DCGMMClustering(2, tol=1e-3, n_iter_no_change=3, **params).fit(x, ml=[(0, 1)])
+    full = DCGMMClustering(2, tol=None, **params).fit(x, ml=[(0, 1)])
+    assert 4 <= len(stopped.history_["loss"]) < 30 and len(full.history_["loss"]) == 30
+    assert adjusted_rand_score(y, stopped.labels_) == adjusted_rand_score(y, full.labels_) == 1.0
 
 
 def test_one_cluster_is_the_trivial_clustering():

@@ -248,6 +248,51 @@ def test_a_reused_step_trains_as_a_new_compile():
     assert reused.optimizer.iterations == steps_per_epoch(len(x), constraints, 32)  # with a new optimizer
 
 
+def test_a_fit_stops_once_its_clusters_hold_still(caplog):
+    """With ``tol`` a fit stops after the first ``patience`` epochs in a row in which at most that share of the
+    samples changed cluster: its network is that of the fit without the stop at that epoch, and the restart of the
+    last epoch follows that epoch. A stop that never comes leaves the fit as it is without one, to the bit."""
+    import keras
+
+    from dcgmm_tf.fitting import FitSchedule
+    from tests.helpers import small_model, weights_equal
+
+    x, y = toy_data(300)
+    pairs = ConstraintSet.from_labels(y, 60, seed=0)
+    schedule = FitSchedule(8, batch_size=32, seed=3)
+
+    def fit(**stop):
+        model = small_model(num_clusters=3)
+        recipe.start_mixture(model, x, "latent_class", pairs, seed=0)
+        ends = []  # each epoch's clusters and encoder weights
+        record = keras.callbacks.LambdaCallback(
+            on_epoch_end=lambda epoch, logs: ends.append(
+                (model.cluster_probabilities(x).argmax(-1), model.encoder.get_weights())
+            )
+        )
+        # No restart before the last epoch: the recorded clusters are those the stop compares.
+        kwargs = dict(start="latent_class", restart_every=100, seed=0, components=6, em_starts=1, verbose=0)
+        history = recipe.fit(model, x, pairs, schedule, callbacks=[record], **kwargs, **stop)
+        return history, ends, model
+
+    full, ends, model = fit()
+    changed = [float(np.mean(a != b)) for (a, _), (b, _) in zip(ends, ends[1:])]
+    tol, patience = sorted(changed)[3], 2  # a share that some epochs meet
+    still, stop = 0, None
+    for epoch, share in enumerate(changed, start=2):
+        still = still + 1 if share <= tol else 0
+        if still == patience:
+            stop = epoch
+            break
+    assert stop is not None and stop < schedule.epochs
+    with caplog.at_level(logging.INFO):
+        stopped, _, stopped_model = fit(tol=tol, patience=patience)
+    assert len(stopped["loss"]) == stop and weights_equal(stopped_model.encoder.get_weights(), ends[stop - 1][1])
+    assert f"after epoch {stop} in" in caplog.text and f"stopped after epoch {stop}" in caplog.text
+    never, _, never_model = fit(tol=0.0, patience=100)
+    assert len(never["loss"]) == schedule.epochs and weights_equal(never_model.get_weights(), model.get_weights())
+
+
 def test_pretraining_steps_per_execution_leaves_the_weights_unchanged():
     """32 steps per call (the default on long fits) give the weights of one step per call (600 samples in
     batches of 32: 19 steps per epoch, so a call ends inside an epoch)."""
