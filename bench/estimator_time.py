@@ -7,7 +7,8 @@ The cases: ``digits``, scikit-learn's 1,797 digits (64 pixels in [0, 1], K = 10)
 from the labels at the paper's confidence (``ConstraintSet.from_labels(y, 1500, alpha=1e4, seed=0)``); ``table``,
 1,000 x 20 Gaussian blobs (``make_blobs(1000, 20, centers=5, cluster_std=4, random_state=0)``, K = 5) without pairs.
 Reported per case: the wall seconds of ``fit`` (the import of TensorFlow not counted), the ARI of ``labels_``, the
-schedule, the epochs the kept start's fit ran, the network's widths and the start kept. ``random_state`` is 0 throughout.
+schedule, the epochs the kept start's fit ran, the network's widths and the start kept. ``random_state`` is 0
+throughout.
 """
 
 from __future__ import annotations
