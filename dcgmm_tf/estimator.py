@@ -64,10 +64,10 @@ class DCGMMClustering(ClusterMixin, TransformerMixin, BaseEstimator):
       epochs: Training epochs after pretraining; "auto": 100, or more for small data (see
         :func:`dcgmm_tf.sizing.fit_schedule`).
       pretrain_epochs: Autoencoder pretraining epochs; "auto": 10, or more for small data.
-      tol: Stop each fit once at most this share of the training samples changed cluster in each of
-        ``n_iter_no_change`` epochs in a row (``history_`` holds the epochs run; not the paper's, see
+      tol: Stop each fit once at most this share of the training samples (1e-3 by default) changed cluster in each
+        of ``n_iter_no_change`` epochs in a row (``history_`` holds the epochs run; not the paper's, see
         docs/your-data.md); None: every epoch, the paper's way.
-      n_iter_no_change: See ``tol``.
+      n_iter_no_change: See ``tol`` (10 by default).
       alpha: Confidence |W_ij| of the pairs given as ``ml`` / ``cl`` (1e4: the paper's hard constraints; for pairs
         that are wrong with probability q, ``dcgmm_tf.default_alpha(q)``). A ``ConstraintSet`` brings its own
         weights.
