@@ -123,7 +123,7 @@ class StableClusters(keras.callbacks.Callback):
     ``x`` changed cluster (argmax p(c|x), against the epoch before) in each of ``patience`` epochs in a row.
 
     Place it before a :class:`ClusterRestart`, which then restarts after the epoch it stops at as after the last
-    one. ``stopped_epoch`` is the number of epochs trained when it stopped the training (None: it did not).
+    one. The history's length says how many epochs ran.
     """
 
     def __init__(self, x: np.ndarray, tol: float, patience: int):
@@ -133,12 +133,11 @@ class StableClusters(keras.callbacks.Callback):
         if patience < 1:
             raise ValueError(f"patience must be >= 1, got {patience}")
         self.x, self.tol, self.patience = x, tol, patience
-        self.stopped_epoch: int | None = None
         self._labels: np.ndarray | None = None
         self._still = 0  # epochs in a row with at most tol of the clusters changed
 
     def on_train_begin(self, logs=None):
-        self._labels, self._still, self.stopped_epoch = None, 0, None
+        self._labels, self._still = None, 0
 
     def on_epoch_end(self, epoch, logs=None):
         labels = self.model.cluster_probabilities(self.x).argmax(-1)
@@ -147,7 +146,7 @@ class StableClusters(keras.callbacks.Callback):
             self._still = self._still + 1 if changed <= self.tol else 0
         self._labels = labels
         if self._still >= self.patience and not self.model.stop_training:
-            self.model.stop_training, self.stopped_epoch = True, epoch + 1
+            self.model.stop_training = True
             logging.info("the clusters held still for %d epochs: stopped after epoch %d", self.patience, epoch + 1)
 
 
